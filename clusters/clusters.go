@@ -1,0 +1,157 @@
+// Package clusters is the seam between the specs and a target: the sim
+// (everything in-process on loopback), kube (a real cluster with
+// gpustack-operator) and kind (a throwaway cluster run as kube). Specs only
+// see what a user can observe: HTTP answers, logs, metrics and status.
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions/metrics"
+)
+
+// Cluster is a target that can run ModelDeployments.
+type Cluster interface {
+	// Describe reports versions, GPU product and which router/engine pairs this
+	// target can run, so specs can skip with a reason instead of failing.
+	Describe(ctx context.Context) (Environment, error)
+	// Deploy creates the ModelDeployment. An admission refusal is returned as
+	// *AdmissionError; the object is then not created.
+	Deploy(ctx context.Context, md *api.ModelDeployment) (Deployment, error)
+	// Close releases what the target holds (port-forwards, sim servers).
+	Close(ctx context.Context) error
+}
+
+// Deployment is one created ModelDeployment.
+type Deployment interface {
+	Name() string
+	Namespace() string
+	// Object returns the live object with its status.
+	Object(ctx context.Context) (*api.ModelDeployment, error)
+	// WaitReady blocks until phase Ready, RouterReady=True and every role's
+	// endpoints.serving is Confirmed with value == desired, or ctx ends.
+	// The error says which of those was last missing.
+	WaitReady(ctx context.Context, poll time.Duration) error
+	// OpenAIBaseURL is the router's OpenAI base URL ending in /v1.
+	OpenAIBaseURL(ctx context.Context) (string, error)
+	// RouterLogs returns the router container's output (stdout and stderr as
+	// kubectl logs shows them, ANSI codes included).
+	RouterLogs(ctx context.Context, opts LogOptions) (string, error)
+	// RouterState describes the router Pod(s).
+	RouterState(ctx context.Context) ([]RouterPod, error)
+	// RouterMetrics scrapes :9090 of every router Pod, merged.
+	RouterMetrics(ctx context.Context) (metrics.Snapshot, error)
+	// Replicas lists the engine replicas (leader Pods), sorted by name.
+	Replicas(ctx context.Context) ([]Replica, error)
+	// EngineMetrics scrapes one replica's engine /metrics.
+	EngineMetrics(ctx context.Context, r Replica) (metrics.Snapshot, error)
+	// Update applies mutate to the spec and submits it; admission refusals
+	// come back as *AdmissionError.
+	Update(ctx context.Context, mutate func(*api.ModelDeployment)) error
+	// CollectArtifacts writes logs, object/status, events and metrics under dir.
+	// It never fails a spec on a partial dump; it returns the joined errors.
+	CollectArtifacts(ctx context.Context, dir string) error
+	// Delete removes the deployment and waits until its objects are gone.
+	Delete(ctx context.Context) error
+}
+
+// LogOptions selects which router logs to read.
+type LogOptions struct {
+	// Container defaults to "router" (argv routers) or "epp" (llm-d).
+	Container string
+	// Previous reads the last terminated container instead of the current one.
+	Previous bool
+	// Since limits the logs to lines after this time (zero = all).
+	Since time.Time
+}
+
+// RouterPod is the observable state of one router Pod.
+type RouterPod struct {
+	Name     string `json:"name"`
+	UID      string `json:"uid"`
+	IP       string `json:"ip"`
+	Ready    bool   `json:"ready"`
+	Restarts int32  `json:"restarts"`
+	// Waiting is the container's waiting reason, e.g. CrashLoopBackOff.
+	Waiting string `json:"waiting,omitempty"`
+	// LastExitCode is the exit code of the last terminated container, if any.
+	LastExitCode *int32 `json:"lastExitCode,omitempty"`
+}
+
+// Replica is one engine replica (serving instance) as the router sees it.
+type Replica struct {
+	Name string `json:"name"` // Pod name
+	Role string `json:"role"` // spec.roles[].name
+	Kind string `json:"kind"` // Server, Prefill or Decode
+	IP   string `json:"ip"`   // Pod IP
+	Port int    `json:"port"` // serving port
+	// MetricsPort is the prometheus.io/port annotation (the engine listener).
+	MetricsPort int `json:"metricsPort"`
+}
+
+// URL is the worker URL a router uses for this replica: http://<ip>:<port>.
+func (r Replica) URL() string {
+	return fmt.Sprintf("http://%s:%d", bracketIPv6(r.IP), r.Port)
+}
+
+func bracketIPv6(ip string) string {
+	for _, c := range ip {
+		if c == ':' {
+			return "[" + ip + "]"
+		}
+	}
+	return ip
+}
+
+// Environment describes the target for the report and for capability checks.
+type Environment struct {
+	Target            string            `json:"target"` // sim, kube, kind
+	KubernetesVersion string            `json:"kubernetesVersion,omitempty"`
+	OperatorVersion   string            `json:"operatorVersion,omitempty"`
+	RouterImage       string            `json:"routerImage,omitempty"`
+	EngineImages      map[string]string `json:"engineImages,omitempty"` // engine name -> image
+	GPUProduct        string            `json:"gpuProduct,omitempty"`
+	// Accelerators remaining per Active InstanceType.
+	Accelerators map[string]int64 `json:"accelerators,omitempty"`
+	// Pairs lists what the target can run; a pair missing here is skipped.
+	Pairs []Pair `json:"pairs"`
+	// Notes are free-form lines for the report (e.g. "engines are simulated").
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Pair is a router/engine combination and whether the target supports it.
+type Pair struct {
+	Router    string `json:"router"`
+	Engine    string `json:"engine"`
+	Supported bool   `json:"supported"`
+	// Reason explains an unsupported pair (shown as the skip reason).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Supports reports whether the target can run router+engine, and why not.
+func (e Environment) Supports(router, engine string) (bool, string) {
+	for _, p := range e.Pairs {
+		if p.Router == router && p.Engine == engine {
+			return p.Supported, p.Reason
+		}
+	}
+	return false, fmt.Sprintf("target %s does not offer %s with %s", e.Target, router, engine)
+}
+
+// AdmissionError is a refusal by the operator's admission webhook.
+type AdmissionError struct {
+	// Field is the offending field path, e.g. spec.router.extraArgs[2].
+	Field string
+	// Message is the webhook's message, verbatim.
+	Message string
+}
+
+func (e *AdmissionError) Error() string {
+	if e.Field == "" {
+		return "admission refused: " + e.Message
+	}
+	return fmt.Sprintf("admission refused: %s: %s", e.Field, e.Message)
+}
