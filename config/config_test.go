@@ -1,0 +1,305 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+func envMap(m map[string]string) LookupEnv {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func parse(t *testing.T, yaml string, env LookupEnv) (*Config, error) {
+	t.Helper()
+	return Parse("e2e.yaml", []byte(yaml), "/cfg", env)
+}
+
+// mustFail parses yaml and checks the error holds every wanted substring.
+func mustFail(t *testing.T, yaml string, env LookupEnv, want ...string) {
+	t.Helper()
+	_, err := parse(t, yaml, env)
+	if err == nil {
+		t.Fatalf("parse succeeded; want an error containing %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\ndoes not contain %q", err, w)
+		}
+	}
+}
+
+func TestRepositoryConfigLoads(t *testing.T) {
+	c, err := Load(filepath.Join("..", "e2e.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Target != TargetSim && os.Getenv("E2E_TARGET") == "" {
+		t.Errorf("target = %q, want sim", c.Target)
+	}
+	if c.Traffic.Requests != 120 && os.Getenv("E2E_REQUESTS") == "" {
+		t.Errorf("traffic.requests = %d, want 120", c.Traffic.Requests)
+	}
+	if c.Traffic.PrefixChars != 500 {
+		t.Errorf("traffic.prefixChars = %d, want 500", c.Traffic.PrefixChars)
+	}
+	iv, err := c.Interval(SpecBadPolicy, OpConsistently)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Target == TargetSim && iv.Timeout.D() != time.Second {
+		t.Errorf("sim badpolicy/consistently = %s, want the sim default [1s, 50ms]", iv)
+	}
+	if !filepath.IsAbs(c.Artifacts) && os.Getenv("ARTIFACTS") == "" {
+		t.Errorf("artifacts %q was not resolved against the file's directory", c.Artifacts)
+	}
+}
+
+func TestEmptyFileGivesTheDefaults(t *testing.T) {
+	c, err := parse(t, "", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Target != TargetSim || c.Replicas != 2 || c.Traffic.Requests != 120 || c.Traffic.PrefixChars != 500 {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+	if c.Artifacts != "/cfg/artifacts" {
+		t.Errorf("artifacts = %q, want /cfg/artifacts", c.Artifacts)
+	}
+}
+
+func TestRouterNameOutsideTheEnumNamesAcceptedValues(t *testing.T) {
+	mustFail(t, "routers:\n  - name: vllm-router\n  - name: vllm_router\n", noEnv,
+		`e2e.yaml: routers[1].name "vllm_router" is not one of llm-d-router, vllm-router, sglang-gateway (line 3)`)
+}
+
+func TestEngineNameOutsideTheEnum(t *testing.T) {
+	mustFail(t, "engines:\n  - {name: vllm, version: \"0.29.0\"}\n", noEnv,
+		`e2e.yaml: engines[0].name "vllm" is not one of vLLM, SGLang (line 2)`)
+}
+
+func TestTargetOutsideTheEnum(t *testing.T) {
+	mustFail(t, "target: gke\n", noEnv, `e2e.yaml: target "gke" is not one of sim, kube, kind (line 1)`)
+}
+
+func TestUnknownKeyIsRefused(t *testing.T) {
+	mustFail(t, "replica: 2\n", noEnv, "e2e.yaml: replica is not a known field", "replicas", "(line 1)")
+	mustFail(t, "routers:\n  - nme: vllm-router\n", noEnv,
+		"e2e.yaml: routers[0].nme is not a known field; known fields here: image, name (line 2)")
+	mustFail(t, "kube:\n  kubeConfig: x\n", noEnv, "kube.kubeConfig is not a known field", "kubeconfig")
+}
+
+func TestWrongTypeNamesTheExpectedType(t *testing.T) {
+	mustFail(t, "replicas: two\n", noEnv, `e2e.yaml: replicas expected an integer, got the string "two" (line 1)`)
+	mustFail(t, "replicas: 2.5\n", noEnv, "replicas expected an integer, got the number 2.5")
+	mustFail(t, "engines:\n  - {name: vLLM, version: 0.10}\n", noEnv,
+		`engines[0].version expected a string, got the number 0.10 (quote it: "0.10")`)
+	mustFail(t, "routers: vllm-router\n", noEnv, `routers expected a list, got the string "vllm-router"`)
+	mustFail(t, "model: qwen\n", noEnv, `model expected a mapping with keys contextLength, name, got the string "qwen"`)
+	mustFail(t, "skipCleanup: yes-please\n", noEnv, "skipCleanup expected true or false")
+	mustFail(t, "replicas: 99999999999\n", noEnv, "replicas expected an integer that fits in 32 bits")
+}
+
+func TestDurationsAreTyped(t *testing.T) {
+	mustFail(t, "traffic:\n  requestTimeout: 30\n", noEnv,
+		`traffic.requestTimeout expected a duration such as "30s" or "2m", got the integer 30 (line 2)`)
+	mustFail(t, "traffic:\n  requestTimeout: soon\n", noEnv, `traffic.requestTimeout expected a duration such as "30s" or "2m", got "soon"`)
+	mustFail(t, "intervals:\n  default/wait-ready: 10m\n", noEnv,
+		`intervals.default/wait-ready expected [timeout, poll] such as ["10m", "10s"], got the string "10m"`)
+	mustFail(t, "intervals:\n  default/wait-ready: [10m, 1s, 2s]\n", noEnv, "got a list of 3 values")
+	mustFail(t, "intervals:\n  default/wait-ready: [10m, often]\n", noEnv, `intervals.default/wait-ready poll: expected a duration`)
+}
+
+func TestDuplicateKeyIsRefused(t *testing.T) {
+	mustFail(t, "replicas: 2\nreplicas: 3\n", noEnv, "e2e.yaml: replicas is set twice (line 2)")
+	mustFail(t, "intervals:\n  default/wait-ready: [1m, 1s]\n  default/wait-ready: [2m, 1s]\n", noEnv,
+		"intervals.default/wait-ready is set twice (line 3)")
+}
+
+func TestIntervalKeysMustNameAKnownSpecAndOp(t *testing.T) {
+	mustFail(t, "intervals:\n  affinty/wait-ready: [1m, 1s]\n", noEnv,
+		`intervals.affinty/wait-ready names spec "affinty", which is not one of default, admission`, "(line 2)")
+	mustFail(t, "intervals:\n  default/wait-redy: [1m, 1s]\n", noEnv, `names op "wait-redy", which is not one of consistently`)
+	mustFail(t, "intervals:\n  wait-ready: [1m, 1s]\n", noEnv, "intervals.wait-ready must be written <spec>/<op>")
+	mustFail(t, "sim:\n  intervals:\n    default/wait-ready: [1s, 2s]\n", noEnv,
+		"sim.intervals.default/wait-ready polls (2s) less often than it times out (1s)")
+	mustFail(t, "intervals:\n  default/wait-ready: [0s, 0s]\n", noEnv, "must have a positive timeout and poll")
+}
+
+func TestIntervalFallsBackToDefaultOp(t *testing.T) {
+	c, err := parse(t, `target: kube
+intervals:
+  affinity/wait-ready: [45m, 15s]
+sim:
+  intervals:
+    affinity/wait-ready: [5s, 10ms]
+`, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv, _ := c.Interval(SpecAffinity, OpWaitReady); iv.Timeout.D() != 45*time.Minute || iv.Poll.D() != 15*time.Second {
+		t.Errorf("affinity/wait-ready = %s, want [45m, 15s]", iv)
+	}
+	if iv, _ := c.Interval(SpecRoundRobin, OpWaitReady); iv.Timeout.D() != 30*time.Minute {
+		t.Errorf("roundrobin/wait-ready = %s, want default/wait-ready [30m, 10s]", iv)
+	}
+	c.Target = TargetSim
+	if iv, _ := c.Interval(SpecAffinity, OpWaitReady); iv.Timeout.D() != 5*time.Second {
+		t.Errorf("sim affinity/wait-ready = %s, want sim.intervals [5s, 10ms]", iv)
+	}
+	if iv, _ := c.Interval(SpecRoundRobin, OpWaitReady); iv.Timeout.D() != 30*time.Second {
+		t.Errorf("sim roundrobin/wait-ready = %s, want sim default [30s, 20ms]", iv)
+	}
+}
+
+func TestIntervalForAnUnknownKeyIsAnErrorNotOneSecond(t *testing.T) {
+	c, err := parse(t, "", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Interval("affinty", OpWaitReady); err == nil || !strings.Contains(err.Error(), `spec "affinty" is not one of`) {
+		t.Errorf("unknown spec: err = %v", err)
+	}
+	if _, err := c.Interval(SpecAffinity, "wait-forever"); err == nil || !strings.Contains(err.Error(), `op "wait-forever" is not one of`) {
+		t.Errorf("unknown op: err = %v", err)
+	}
+}
+
+func TestIntervalArgsAreTimeoutThenPoll(t *testing.T) {
+	args := Interval{Timeout: Duration(time.Minute), Poll: Duration(time.Second)}.Args()
+	if args[0] != time.Minute || args[1] != time.Second {
+		t.Errorf("Args() = %v", args)
+	}
+}
+
+func TestEnvironmentOverridesFields(t *testing.T) {
+	c, err := parse(t, "target: sim\nreplicas: 2\n", envMap(map[string]string{
+		"E2E_TARGET": "kube", "E2E_REPLICAS": "3", "E2E_REQUESTS": "60", "ARTIFACTS": "/tmp/a",
+		"E2E_ROUTERS": "sglang-gateway, llm-d-router", "E2E_VLLM_IMAGE": "img:1", "SKIP_RESOURCE_CLEANUP": "true",
+		"E2E_TARGET_UNRELATED": "x",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Target != TargetKube || c.Replicas != 3 || c.Traffic.Requests != 60 || c.Artifacts != "/tmp/a" || !c.SkipCleanup {
+		t.Errorf("overrides not applied: target=%s replicas=%d requests=%d artifacts=%s skip=%v",
+			c.Target, c.Replicas, c.Traffic.Requests, c.Artifacts, c.SkipCleanup)
+	}
+	if len(c.Routers) != 2 || c.Routers[0].Name != "sglang-gateway" || c.Routers[1].Name != "llm-d-router" {
+		t.Errorf("routers = %+v", c.Routers)
+	}
+	if e, _ := c.Engine("vLLM"); e.Image != "img:1" {
+		t.Errorf("vLLM image = %q", e.Image)
+	}
+}
+
+func TestBadEnvironmentValueNamesTheVariable(t *testing.T) {
+	mustFail(t, "", envMap(map[string]string{"E2E_TARGET": "gke"}), `E2E_TARGET: target "gke" is not one of sim, kube, kind`)
+	mustFail(t, "", envMap(map[string]string{"E2E_REPLICAS": "two"}), `E2E_REPLICAS: replicas expected an integer, got "two"`)
+	mustFail(t, "", envMap(map[string]string{"E2E_ROUTERS": "vllm-router,nginx"}),
+		`E2E_ROUTERS: routers[1].name "nginx" is not one of`)
+	mustFail(t, "engines:\n  - {name: SGLang, version: \"0.5.18\"}\n", envMap(map[string]string{"E2E_VLLM_VERSION": "1"}),
+		"E2E_VLLM_VERSION: engines[vLLM].version engines has no vLLM entry to override")
+}
+
+func TestEmptyEnvironmentValueCountsAsUnset(t *testing.T) {
+	if _, err := parse(t, "", envMap(map[string]string{"E2E_TARGET": ""})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPathPrefersE2E_CONFIG(t *testing.T) {
+	if got := Path("e2e.yaml", envMap(map[string]string{EnvConfig: "/ci/gpu.yaml"})); got != "/ci/gpu.yaml" {
+		t.Errorf("Path = %q", got)
+	}
+	if got := Path("e2e.yaml", noEnv); got != "e2e.yaml" {
+		t.Errorf("Path = %q", got)
+	}
+}
+
+func TestRelativePathsResolveAgainstTheFile(t *testing.T) {
+	c, err := parse(t, "target: kind\nkind:\n  operatorChart: charts/op.tgz\n  config: kind.yaml\n", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind.OperatorChart != "/cfg/charts/op.tgz" || c.Kind.Config != "/cfg/kind.yaml" {
+		t.Errorf("kind paths = %q, %q", c.Kind.OperatorChart, c.Kind.Config)
+	}
+}
+
+func TestKindNeedsAnOperatorChart(t *testing.T) {
+	mustFail(t, "target: kind\n", noEnv, "kind.operatorChart must name the gpustack-operator chart when target is kind")
+}
+
+func TestValidationReportsEveryProblemAtOnce(t *testing.T) {
+	_, err := parse(t, "replicas: 1\ntraffic:\n  prefixChars: 0\n  concurrency: [0]\n", noEnv)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v, want *Error", err)
+	}
+	if len(e.Problems) != 3 {
+		t.Errorf("problems = %q, want 3", e.Problems)
+	}
+}
+
+func TestNotOneYAMLMappingIsRefused(t *testing.T) {
+	mustFail(t, "a: 1\n---\nb: 2\n", noEnv, "e2e.yaml: holds more than one YAML document")
+	mustFail(t, "- a\n", noEnv, "e2e.yaml: expected a mapping at the top level, got a list of 1 values")
+	mustFail(t, "a: [\n", noEnv, "e2e.yaml: not valid YAML")
+	mustFail(t, "base: &b {name: vllm-router}\n", noEnv, "base is not a known field")
+	mustFail(t, "kube:\n  <<: {context: x}\n", noEnv, "kube.<< is a YAML merge key")
+}
+
+func TestAnchorsAndAliasesAreFollowed(t *testing.T) {
+	c, err := parse(t, "intervals:\n  default/wait-ready: &w [1m, 1s]\n  affinity/wait-ready: *w\n", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Intervals["affinity/wait-ready"].Timeout.D() != time.Minute {
+		t.Errorf("alias not followed: %v", c.Intervals)
+	}
+}
+
+func TestPairsFollowTheOperatorCompatibilityTable(t *testing.T) {
+	c, err := parse(t, "", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Pairs()
+	want := [][2]string{{"vllm-router", "vLLM"}, {"sglang-gateway", "SGLang"}, {"llm-d-router", "vLLM"}, {"llm-d-router", "SGLang"}}
+	if len(got) != len(want) {
+		t.Fatalf("pairs = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("pairs[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestConfigRoundTripsThroughJSON(t *testing.T) {
+	c, err := parse(t, "", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"default/wait-ready":["30m0s","10s"]`) || !strings.Contains(string(b), `"requestTimeout":"2m0s"`) {
+		t.Errorf("json = %s", b)
+	}
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Intervals["default/wait-ready"] != c.Intervals["default/wait-ready"] || back.Traffic.RequestTimeout != c.Traffic.RequestTimeout {
+		t.Errorf("round trip lost intervals: %+v", back.Intervals)
+	}
+}

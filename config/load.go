@@ -1,0 +1,237 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/gpustack/routing-conformance/api"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// LookupEnv is os.LookupEnv's shape, so tests can pass a map.
+type LookupEnv func(key string) (string, bool)
+
+// EnvConfig names the environment variable that overrides the config path.
+const EnvConfig = "E2E_CONFIG"
+
+// Path returns the config file to read: $E2E_CONFIG if set, else flagValue.
+func Path(flagValue string, env LookupEnv) string {
+	if v, ok := env(EnvConfig); ok && v != "" {
+		return v
+	}
+	return flagValue
+}
+
+// Load reads path, applies the process environment's overrides and checks
+// the result. Relative paths inside the file are taken from the file's
+// directory, relative paths from the environment from the working directory.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot read the suite config: %w (set -e2e.config or %s)", path, err, EnvConfig)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return Parse(path, data, filepath.Dir(abs), os.LookupEnv)
+}
+
+// Parse decodes data (named name in errors) over Default(), applies env
+// overrides, resolves relative paths against baseDir and validates.
+func Parse(name string, data []byte, baseDir string, env LookupEnv) (*Config, error) {
+	c := Default()
+	c.file = name
+	c.lines = map[string]int{}
+	c.fromEnv = map[string]string{}
+
+	root, err := parseYAML(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if root != nil {
+		d := &decoder{lines: c.lines}
+		d.decode(root, reflect.ValueOf(c).Elem(), "")
+		if len(d.errs) > 0 {
+			e := &Error{}
+			for _, msg := range d.errs {
+				e.Problems = append(e.Problems, name+": "+msg)
+			}
+			return nil, e
+		}
+	}
+	resolve := func(p *string, base string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+	for _, p := range []*string{&c.Artifacts, &c.Kube.Kubeconfig, &c.Kind.Config, &c.Kind.OperatorChart} {
+		resolve(p, baseDir)
+	}
+	if err := c.applyEnv(env); err != nil {
+		return nil, err
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for path, p := range map[string]*string{"artifacts": &c.Artifacts, "kube.kubeconfig": &c.Kube.Kubeconfig,
+			"kind.config": &c.Kind.Config, "kind.operatorChart": &c.Kind.OperatorChart} {
+			if _, ok := c.fromEnv[path]; ok {
+				resolve(p, wd)
+			}
+		}
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseYAML returns the document's root node, or nil for an empty file.
+func parseYAML(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("holds more than one YAML document (line %d); keep one", extra.Line)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode && !isNull(root) {
+		return nil, fmt.Errorf("expected a mapping at the top level, got %s (line %d)", describe(root), root.Line)
+	}
+	return root, nil
+}
+
+// Override is one environment variable that sets one field.
+type Override struct {
+	Env   string
+	Field string
+	Help  string
+	set   func(c *Config, v string) error
+}
+
+// Overrides lists the environment variables the suite reads, in the order
+// they are applied. CI permutes versions and targets with them without
+// editing e2e.yaml.
+func Overrides() []Override {
+	str := func(f func(c *Config) *string) func(*Config, string) error {
+		return func(c *Config, v string) error { *f(c) = v; return nil }
+	}
+	return []Override{
+		{Env: "E2E_TARGET", Field: "target", Help: "sim, kube or kind", set: str(func(c *Config) *string { return &c.Target })},
+		{Env: "E2E_MODEL", Field: "model.name", Help: "served model name", set: str(func(c *Config) *string { return &c.Model.Name })},
+		{Env: "E2E_INSTANCE_TYPE", Field: "instanceType", Help: "InstanceType for every role", set: str(func(c *Config) *string { return &c.InstanceType })},
+		{Env: "E2E_REPLICAS", Field: "replicas", Help: "engine replicas", set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil {
+				return fmt.Errorf("expected an integer, got %q", v)
+			}
+			c.Replicas = int32(n)
+			return nil
+		}},
+		{Env: "E2E_REQUESTS", Field: "traffic.requests", Help: "serial requests per split", set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("expected an integer, got %q", v)
+			}
+			c.Traffic.Requests = n
+			return nil
+		}},
+		{Env: "E2E_ROUTERS", Field: "routers", Help: "comma-separated router names to qualify", set: func(c *Config, v string) error {
+			var list []Router
+			for _, name := range strings.Split(v, ",") {
+				name = strings.TrimSpace(name)
+				r, ok := c.Router(name)
+				if !ok {
+					r = Router{Name: name}
+				}
+				list = append(list, r)
+			}
+			c.Routers = list
+			return nil
+		}},
+		{Env: "E2E_ROUTER_IMAGE", Field: "routerImage", Help: "spec.router.image", set: str(func(c *Config) *string { return &c.RouterImage })},
+		{Env: "E2E_VLLM_VERSION", Field: "engines[vLLM].version", Help: "vLLM spec.engine.version", set: engineField(api.EngineVLLM, func(e *Engine) *string { return &e.Version })},
+		{Env: "E2E_VLLM_IMAGE", Field: "engines[vLLM].image", Help: "vLLM roles[].image", set: engineField(api.EngineVLLM, func(e *Engine) *string { return &e.Image })},
+		{Env: "E2E_SGLANG_VERSION", Field: "engines[SGLang].version", Help: "SGLang spec.engine.version", set: engineField(api.EngineSGLang, func(e *Engine) *string { return &e.Version })},
+		{Env: "E2E_SGLANG_IMAGE", Field: "engines[SGLang].image", Help: "SGLang roles[].image", set: engineField(api.EngineSGLang, func(e *Engine) *string { return &e.Image })},
+		{Env: "ARTIFACTS", Field: "artifacts", Help: "artifacts directory", set: str(func(c *Config) *string { return &c.Artifacts })},
+		{Env: "E2E_COLLECT_ARTIFACTS", Field: "collectArtifacts", Help: "onFailure, always or never", set: str(func(c *Config) *string { return &c.CollectArtifacts })},
+		{Env: "SKIP_RESOURCE_CLEANUP", Field: "skipCleanup", Help: "true keeps what specs created", set: boolField(func(c *Config) *bool { return &c.SkipCleanup })},
+		{Env: "E2E_KUBECONFIG", Field: "kube.kubeconfig", Help: "kubeconfig file", set: str(func(c *Config) *string { return &c.Kube.Kubeconfig })},
+		{Env: "E2E_KUBE_CONTEXT", Field: "kube.context", Help: "kubeconfig context", set: str(func(c *Config) *string { return &c.Kube.Context })},
+		{Env: "E2E_NAMESPACE_PREFIX", Field: "kube.namespacePrefix", Help: "per-spec namespace prefix", set: str(func(c *Config) *string { return &c.Kube.NamespacePrefix })},
+		{Env: "E2E_KIND_CLUSTER", Field: "kind.clusterName", Help: "kind cluster name", set: str(func(c *Config) *string { return &c.Kind.ClusterName })},
+		{Env: "E2E_KIND_CONFIG", Field: "kind.config", Help: "kind cluster config file", set: str(func(c *Config) *string { return &c.Kind.Config })},
+		{Env: "E2E_KIND_NODE_IMAGE", Field: "kind.nodeImage", Help: "kindest/node image", set: str(func(c *Config) *string { return &c.Kind.NodeImage })},
+		{Env: "E2E_OPERATOR_CHART", Field: "kind.operatorChart", Help: "gpustack-operator chart", set: str(func(c *Config) *string { return &c.Kind.OperatorChart })},
+		{Env: "E2E_KEEP_CLUSTER", Field: "kind.keepCluster", Help: "true keeps the kind cluster", set: boolField(func(c *Config) *bool { return &c.Kind.KeepCluster })},
+	}
+}
+
+func engineField(engine string, f func(*Engine) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		for i := range c.Engines {
+			if c.Engines[i].Name == engine {
+				*f(&c.Engines[i]) = v
+				return nil
+			}
+		}
+		return fmt.Errorf("engines has no %s entry to override; add one to the config file", engine)
+	}
+}
+
+func boolField(f func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("expected true or false, got %q", v)
+		}
+		*f(c) = b
+		return nil
+	}
+}
+
+// applyEnv sets every override present in env (an empty value counts as unset).
+func (c *Config) applyEnv(env LookupEnv) error {
+	var p problems
+	for _, o := range Overrides() {
+		v, ok := env(o.Env)
+		if !ok || v == "" {
+			continue
+		}
+		if err := o.set(c, v); err != nil {
+			p.list = append(p.list, fmt.Sprintf("%s: %s %v", o.Env, o.Field, err))
+			continue
+		}
+		c.markEnv(o)
+	}
+	return p.err(c)
+}
+
+// markEnv attributes the overridden field (by its real path) to the env var.
+func (c *Config) markEnv(o Override) {
+	field := o.Field
+	if name, rest, ok := strings.Cut(strings.TrimPrefix(field, "engines["), "]"); ok && strings.HasPrefix(field, "engines[") {
+		for i, e := range c.Engines {
+			if e.Name == name {
+				field = fmt.Sprintf("engines[%d]%s", i, rest)
+			}
+		}
+	}
+	c.fromEnv[field] = o.Env
+}
