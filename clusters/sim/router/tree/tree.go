@@ -22,11 +22,17 @@ func (t *Tree) Insert(text, tenant string) { t.t.insert(text, tenant) }
 // returns how many characters matched and the candidate tenant: the cached
 // last tenant of the deepest node reached (normally the first tenant whose
 // text created that node). A partial match inside a node counts the shared
-// characters and stops there. For an empty tree or text the tenant is the
-// root's (any registered tenant) or "".
+// characters and stops there. When the cached tenant has left the node, any
+// tenant still holding the node is returned and cached (the source takes the
+// first in hash order; this port takes the smallest name, to be repeatable).
+// A match that reaches no node stops at the root, whose tenant is any
+// registered tenant, or the literal "empty" for a tree without tenants (as
+// in the source). One match in eight refreshes the node's LRU stamp for the
+// returned tenant, as in the source.
 func (t *Tree) PrefixMatch(text string) (matched int, tenant string) { return t.t.prefixMatch(text) }
 
-// PrefixMatchTenant is the match restricted to nodes tenant owns.
+// PrefixMatchTenant is the match restricted to nodes tenant holds; it
+// refreshes the tenant's stamp on the node it stops at.
 func (t *Tree) PrefixMatchTenant(text, tenant string) (matched int) {
 	return t.t.prefixMatchTenant(text, tenant)
 }
