@@ -1,0 +1,141 @@
+// Package prefixcache holds the two prefix caches the engines emulate:
+// vLLM's automatic prefix caching (hash-chained full blocks, LRU eviction)
+// and SGLang's RadixAttention (a token radix tree matched at page
+// granularity). Both cap a lookup at N-1 tokens because the last prompt token
+// is always recomputed to produce the first output logits.
+package prefixcache
+
+import (
+	"container/list"
+	"sync"
+)
+
+// BlockCache is vLLM's prefix cache: every full block of BlockSize tokens is
+// keyed by hash(parent block hash, the block's token ids), with the request's
+// cache_salt mixed into the first block. Only full blocks are cached; freed
+// blocks stay until evicted least-recently-used once more than Capacity
+// blocks are cached.
+type BlockCache struct {
+	blockSize int
+	capacity  int
+
+	mu  sync.Mutex
+	m   map[uint64]*list.Element
+	lru list.List // front = most recently used; values are uint64 hashes
+}
+
+// NewBlockCache returns a cache of at most capacityBlocks blocks of blockSize
+// tokens. Both must be positive.
+func NewBlockCache(blockSize, capacityBlocks int) *BlockCache {
+	if blockSize < 1 {
+		blockSize = 1
+	}
+	if capacityBlocks < 1 {
+		capacityBlocks = 1
+	}
+	return &BlockCache{blockSize: blockSize, capacity: capacityBlocks, m: make(map[uint64]*list.Element)}
+}
+
+// BlockSize is the block size in tokens.
+func (c *BlockCache) BlockSize() int { return c.blockSize }
+
+// Match returns how many leading prompt tokens are served from the cache:
+// B*floor(min(shared, N-1)/B), as vLLM's get_computed_blocks computes it.
+// Matched blocks become most recently used.
+func (c *BlockCache) Match(prompt []uint32, salt string) int {
+	limit := (len(prompt) - 1) / c.blockSize
+	if limit <= 0 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var hits [64]*list.Element
+	matched := hits[:0]
+	h := saltSeed(salt)
+	for b := 0; b < limit; b++ {
+		h = chain(h, prompt[b*c.blockSize:(b+1)*c.blockSize])
+		e, ok := c.m[h]
+		if !ok {
+			break
+		}
+		matched = append(matched, e)
+	}
+	c.touch(matched)
+	return len(matched) * c.blockSize
+}
+
+// Insert caches every full block of tokens (prompt, or prompt plus output)
+// and evicts least-recently-used blocks beyond the capacity.
+func (c *BlockCache) Insert(tokens []uint32, salt string) {
+	full := len(tokens) / c.blockSize
+	if full == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var buf [64]*list.Element
+	seen := buf[:0]
+	h := saltSeed(salt)
+	for b := 0; b < full; b++ {
+		h = chain(h, tokens[b*c.blockSize:(b+1)*c.blockSize])
+		e, ok := c.m[h]
+		if !ok {
+			e = c.lru.PushFront(h)
+			c.m[h] = e
+		}
+		seen = append(seen, e)
+	}
+	c.touch(seen)
+	for c.lru.Len() > c.capacity {
+		tail := c.lru.Back()
+		delete(c.m, tail.Value.(uint64))
+		c.lru.Remove(tail)
+	}
+}
+
+// touch makes a chain most recently used, head block last, so that eviction
+// takes a chain's tail blocks before its head (vLLM frees blocks in reverse
+// order for the same reason: a surviving head still serves shorter prefixes).
+func (c *BlockCache) touch(chain []*list.Element) {
+	for i := len(chain) - 1; i >= 0; i-- {
+		c.lru.MoveToFront(chain[i])
+	}
+}
+
+// Len is the number of cached blocks.
+func (c *BlockCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+// Reset drops every cached block.
+func (c *BlockCache) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	c.lru.Init()
+}
+
+func saltSeed(salt string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(salt); i++ {
+		h ^= uint64(salt[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// chain hashes a block onto its parent's hash (FNV-1a over the token ids, then
+// a final avalanche so neighbouring chains spread across the map).
+func chain(parent uint64, block []uint32) uint64 {
+	h := parent
+	for _, t := range block {
+		h ^= uint64(t)
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
+}
