@@ -128,7 +128,7 @@ func TestSGLangEvictsLeastRecentlyUsedLeaves(t *testing.T) {
 	c.Insert(old)
 	c.Insert(hot)
 	c.Match(concat(hot, seq(3, 1))) // hot is now most recent
-	c.Insert(seq(5000, 40))       // 120 > 100: evict down to 90
+	c.Insert(seq(5000, 40))         // 120 > 100: evict down to 90
 	if c.Size() > 100 {
 		t.Fatalf("size %d over capacity", c.Size())
 	}
