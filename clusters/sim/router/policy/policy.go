@@ -69,7 +69,8 @@ func Names(f Flavor) []string {
 	}
 }
 
-// Worker is what a policy reads of a candidate worker.
+// Worker is what a policy reads of a candidate worker. A Worker that also
+// implements ModelWorker gives SG cache_aware its tree key.
 type Worker interface {
 	// URL is the worker's base URL, e.g. http://127.3.0.7:8000.
 	URL() string
@@ -80,6 +81,13 @@ type Worker interface {
 	Load() int64
 }
 
+// ModelWorker is optionally implemented by a Worker: its model id. SG
+// cache_aware keys its tree by the first healthy candidate's model id (the
+// router pre-filters candidates by model); without it Request.Model is used.
+type ModelWorker interface {
+	Model() string
+}
+
 // Request is what a policy sees of one request.
 type Request struct {
 	// Text is the routing text the router extracted (routers.md §3.3). It
@@ -88,8 +96,9 @@ type Request struct {
 	// Headers are the client's request headers (consistent_hash,
 	// rendezvous_hash and manual read them). May be nil.
 	Headers http.Header
-	// Model is the model id the router resolved for the request (SG IGW keys
-	// its cache_aware tree by it; VR ignores it).
+	// Model is the model id the router resolved for the request. SG
+	// cache_aware keys its tree by it when the workers do not implement
+	// ModelWorker; VR always uses the key "default".
 	Model string
 	// TokenIDs are pre-tokenised input ids. The HTTP routers never pass them,
 	// so prefix_hash finds no worker over HTTP.
@@ -111,12 +120,14 @@ type Decision struct {
 	// smg_prefix_hash_policy_branch_total (no_tokens, …). Empty for policies
 	// without a branch counter.
 	Branch string
-	// Imbalanced is true when cache_aware took its load-balancing path; the
-	// router then records vllm_router_load_balancing_events_total and the
-	// MaxLoad/MinLoad gauges.
+	// Imbalanced is true when cache_aware took its load-balancing path. VR
+	// then records vllm_router_load_balancing_events_total and sets
+	// vllm_router_max_load/vllm_router_min_load to MaxLoad/MinLoad; SG
+	// records nothing for it.
 	Imbalanced bool
-	// MaxLoad and MinLoad are the loads cache_aware compared (set whenever
-	// cache_aware ran its imbalance check).
+	// MaxLoad and MinLoad are the loads cache_aware compared (max and min
+	// over all candidates, healthy or not); set whenever cache_aware ran its
+	// imbalance check.
 	MaxLoad, MinLoad int64
 }
 
@@ -159,7 +170,10 @@ type TreeSizes interface {
 }
 
 // Config holds every policy knob of both routers (routers.md §1, §2.2).
-// Zero fields take the routers' defaults (see DefaultConfig).
+// New uses every field as given, because zero is a real setting
+// (--cache-threshold 0, --balance-abs-threshold 0, --eviction-interval 0
+// disables eviction): start from DefaultConfig and override what the argv
+// sets.
 type Config struct {
 	// CacheThreshold is --cache-threshold (f32 in Rust; default 0.3).
 	CacheThreshold float32
@@ -168,11 +182,13 @@ type Config struct {
 	// BalanceRelThreshold is --balance-rel-threshold (f32; default 1.5).
 	BalanceRelThreshold float32
 	// EvictionInterval is --eviction-interval (default 120s): cache_aware
-	// tree eviction and, on SG, manual idle-key eviction.
+	// tree eviction and, on SG, manual idle-key eviction. 0 disables the
+	// background task, as in the routers.
 	EvictionInterval time.Duration
 	// MaxTreeSize is --max-tree-size, characters per tenant (default 2^26).
 	MaxTreeSize int
-	// MaxIdle is SG --max-idle-secs for manual (default 14400s).
+	// MaxIdle is SG --max-idle-secs for manual (default 14400s); 0 disables
+	// idle eviction, as in the router.
 	MaxIdle time.Duration
 	// PrefixTokenCount is SG --prefix-token-count (default 256).
 	PrefixTokenCount int
@@ -216,6 +232,23 @@ func DefaultConfig() Config {
 	}
 }
 
+// LoadUpdater is implemented by power_of_two: the router's load monitor
+// pushes every poll's result (SG LoadMonitor: url -> sum of num_tokens from
+// SGLang GET /get_load, -1 for a worker whose poll failed, as in the source;
+// the map replaces the previous one). Ignored when a LoadSource was given.
+type LoadUpdater interface {
+	UpdateLoads(loads map[string]int64)
+}
+
+// WorkerIniter is implemented by cache_aware: VR's router calls
+// init_workers with all of the model's workers after every worker it adds,
+// which seeds each with insert("", url) and logs "Initializing workers for
+// cache-aware policy: …" and "Creating tree for model key: '…' with N
+// workers" (through WithInfoLogger).
+type WorkerIniter interface {
+	InitWorkers(urls []string, model string)
+}
+
 // LoadSource reports a worker's load as polled from the engine (SG's
 // LoadMonitor sums num_tokens of SGLang GET /get_load). ok is false while no
 // poll has answered for url.
@@ -236,7 +269,24 @@ type options struct {
 	rand  rand.Source
 	loads LoadSource
 	now   func() time.Time
+	log   func(LogRecord)
 }
+
+// LogRecord is one info-level message the real policy logs with tracing.
+// Target is the Rust module path (e.g. vllm_router_rs::policies::power_of_two),
+// File and Line the source location tracing prints, read at VR e667ebb and
+// SG 7c3502c6 (v0.1.15's lines may differ; routers.md §8).
+type LogRecord struct {
+	Target  string
+	File    string
+	Line    int
+	Message string
+}
+
+// WithInfoLogger receives the policy's info-level log messages (VR
+// power_of_two, consistent_hash, rendezvous_hash picks and cache_aware
+// init; SG manual's idle eviction). Without it they are dropped.
+func WithInfoLogger(f func(LogRecord)) Option { return func(o *options) { o.log = f } }
 
 // WithRandSource makes the policy's random choices come from src (tests pass
 // a seeded source for determinism). The policy serialises access to src.
@@ -252,9 +302,10 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // accept.
 var ErrUnknownPolicy = errors.New("unknown policy")
 
-// New builds the named policy for the flavor. Zero fields of cfg take the
-// defaults. It fails for a name the flavor's --policy does not accept (e.g.
-// consistent_hash on SG) and for invalid knobs.
+// New builds the named policy for the flavor from cfg as given. It fails
+// (wrapping ErrUnknownPolicy) for a name the flavor's --policy does not accept
+// (e.g. consistent_hash on SG) and for knobs the routers' types reject
+// (negative counts or durations).
 func New(flavor Flavor, name string, cfg Config, opts ...Option) (Policy, error) {
 	return newPolicy(flavor, name, cfg, opts...)
 }
