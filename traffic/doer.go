@@ -1,0 +1,206 @@
+package traffic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// errorBodyLimit bounds how much of an error answer's body a Result keeps.
+const errorBodyLimit = 4 << 10
+
+// drainLimit bounds how much unread body Close drains so that the connection
+// can be reused (go-openai's JSON decoder may stop before the body's end).
+const drainLimit = 64 << 10
+
+// exchange carries one request's additions to the doer and the response facts
+// back from it. go-openai calls the doer synchronously on the goroutine that
+// runs the request, and the body is read on that goroutine too, so an
+// exchange needs no locking.
+type exchange struct {
+	// in
+	headers   map[string]string
+	extraBody map[string]json.RawMessage
+	stream    bool
+
+	// out
+	sentAt   time.Time
+	status   int
+	header   http.Header
+	errBody  bytes.Buffer
+	sawDone  bool
+	mergeErr error
+}
+
+type exchangeKey struct{}
+
+func withExchange(ctx context.Context, ex *exchange) context.Context {
+	return context.WithValue(ctx, exchangeKey{}, ex)
+}
+
+// doer is the openai.HTTPDoer the client calls: it adds the plan's headers
+// and extra body fields to the request go-openai built, and wraps the answer
+// so that its status, headers, error body and "[DONE]" line are recorded.
+// Adding fields here, after go-openai's encoder, keeps the library unforked.
+type doer struct {
+	client *http.Client
+}
+
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if ex == nil {
+		return d.client.Do(req)
+	}
+	for name, value := range ex.headers {
+		req.Header.Set(name, value)
+	}
+	if len(ex.extraBody) > 0 {
+		if err := mergeBody(req, ex.extraBody); err != nil {
+			ex.mergeErr = err
+			return nil, err
+		}
+	}
+	ex.sentAt = time.Now()
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	ex.status = resp.StatusCode
+	ex.header = resp.Header
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode >= 300:
+		resp.Body = &teeBody{ReadCloser: resp.Body, buf: &ex.errBody}
+	case ex.stream:
+		resp.Body = &sseBody{ReadCloser: resp.Body, ex: ex}
+	default:
+		resp.Body = &drainBody{ReadCloser: resp.Body}
+	}
+	return resp, nil
+}
+
+// mergeBody adds fields to the JSON object in req's body.
+func mergeBody(req *http.Request, fields map[string]json.RawMessage) error {
+	if req.Body == nil {
+		return fmt.Errorf("traffic: request to %s has no body to add fields to", req.URL.Path)
+	}
+	raw, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return fmt.Errorf("traffic: reading request body: %w", err)
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return fmt.Errorf("traffic: request body is not a JSON object: %w", err)
+	}
+	for k, v := range fields {
+		body[k] = v
+	}
+	merged, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("traffic: encoding request body: %w", err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(merged))
+	req.ContentLength = int64(len(merged))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(merged)), nil }
+	return nil
+}
+
+// teeBody keeps the first errorBodyLimit bytes read.
+type teeBody struct {
+	io.ReadCloser
+	buf *bytes.Buffer
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if room := errorBodyLimit - t.buf.Len(); room > 0 && n > 0 {
+		t.buf.Write(p[:min(n, room)])
+	}
+	return n, err
+}
+
+// drainBody reads what the decoder left (a trailing newline, the chunked
+// terminator) before closing, so the connection goes back to the pool.
+type drainBody struct {
+	io.ReadCloser
+}
+
+func (d *drainBody) Close() error {
+	_, _ = io.Copy(io.Discard, io.LimitReader(d.ReadCloser, drainLimit))
+	return d.ReadCloser.Close()
+}
+
+// sseBody watches the event stream for the "data: [DONE]" line, which
+// go-openai consumes without telling its caller: a stream that simply ends
+// reads the same as one that finished.
+type sseBody struct {
+	io.ReadCloser
+	ex *exchange
+	// line holds the start of the current line (enough to recognise [DONE]).
+	line    [32]byte
+	lineLen int
+	long    bool
+}
+
+func (s *sseBody) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		if c == '\n' {
+			s.endLine()
+			continue
+		}
+		if s.lineLen < len(s.line) {
+			s.line[s.lineLen] = c
+			s.lineLen++
+		} else {
+			s.long = true
+		}
+	}
+	if err == io.EOF && s.lineLen > 0 {
+		s.endLine() // a last line without its newline still counts
+	}
+	return n, err
+}
+
+// Close drains a finished stream (the chunked terminator after [DONE]) so the
+// connection can be reused; an unfinished one is just closed.
+func (s *sseBody) Close() error {
+	if s.ex.sawDone {
+		_, _ = io.Copy(io.Discard, io.LimitReader(s.ReadCloser, drainLimit))
+	}
+	return s.ReadCloser.Close()
+}
+
+func (s *sseBody) endLine() {
+	if !s.long && isDoneLine(s.line[:s.lineLen]) {
+		s.ex.sawDone = true
+	}
+	s.lineLen, s.long = 0, false
+}
+
+// isDoneLine matches `data:[ws][DONE][ws]` as go-openai does.
+func isDoneLine(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	rest, ok := bytes.CutPrefix(line, []byte("data:"))
+	return ok && string(bytes.TrimSpace(rest)) == "[DONE]"
+}
+
+// capture returns the wanted response headers that are present, keyed by
+// lower-case name.
+func capture(h http.Header, names []string) map[string]string {
+	var out map[string]string
+	for _, name := range names {
+		if v := h.Get(name); v != "" {
+			if out == nil {
+				out = make(map[string]string, len(names))
+			}
+			out[strings.ToLower(name)] = v
+		}
+	}
+	return out
+}
