@@ -2,6 +2,8 @@ package policy
 
 import (
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -54,4 +56,38 @@ func addAll(p Policy, ws []Worker, model string) {
 	for _, w := range ws {
 		p.AddWorker(w.URL(), model)
 	}
+}
+
+// logSink collects LogRecords from WithInfoLogger.
+type logSink struct {
+	mu   sync.Mutex
+	recs []LogRecord
+}
+
+func (s *logSink) opt() Option {
+	return WithInfoLogger(func(r LogRecord) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.recs = append(s.recs, r)
+	})
+}
+
+func (s *logSink) messages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.recs))
+	for i, r := range s.recs {
+		out[i] = r.Message
+	}
+	return out
+}
+
+func (s *logSink) count(substr string) int {
+	n := 0
+	for _, m := range s.messages() {
+		if strings.Contains(m, substr) {
+			n++
+		}
+	}
+	return n
 }
