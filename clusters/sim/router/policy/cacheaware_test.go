@@ -190,7 +190,7 @@ func TestCacheAwareStaleTenantRemovedThenFirstHealthy(t *testing.T) {
 		p, ws := newCacheAwareFixture(t, f, DefaultConfig(), "http://a:1", "http://b:1", "http://c:1")
 		fw(ws[0]).load.Store(1)
 		p.Select(ws, Request{Text: "owned by b", Model: "m"}) // -> b (first least loaded)
-		fw(ws[0]).load.Store(5)                              // a is busy but healthy
+		fw(ws[0]).load.Store(5)                               // a is busy but healthy
 		fw(ws[1]).healthy.Store(false)
 		d := p.Select(ws, Request{Text: "owned by b", Model: "m"})
 		if d.Index != 0 || !d.Record {
