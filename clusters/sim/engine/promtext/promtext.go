@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
 )
 
 // ContentType is prometheus_client's CONTENT_TYPE_LATEST for the 0.0.4 format.
@@ -221,34 +223,11 @@ func pyFloat(d float64) string {
 	case math.IsNaN(d):
 		return "NaN"
 	}
-	s := pyRepr(d)
+	s := jsonw.PyRepr(d)
 	dot := strings.IndexByte(s, '.')
 	if d > 0 && dot > 6 {
 		mantissa := strings.TrimRight(s[:1]+"."+s[1:dot]+s[dot+1:], "0.")
 		return mantissa + "e+0" + strconv.Itoa(dot-1)
 	}
 	return s
-}
-
-// pyRepr is Python's repr(float): the shortest round-tripping digits, fixed
-// notation with a trailing ".0" when the decimal exponent is in [-4, 16),
-// scientific notation ("1e+16", "1.5e-05") otherwise.
-func pyRepr(d float64) string {
-	if d == 0 {
-		if math.Signbit(d) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	e := strconv.FormatFloat(d, 'e', -1, 64)
-	i := strings.IndexByte(e, 'e')
-	exp, _ := strconv.Atoi(e[i+1:])
-	if exp < -4 || exp >= 16 {
-		return e // Go's 'e' form already matches Python's (two-digit exponent minimum)
-	}
-	f := strconv.FormatFloat(d, 'f', -1, 64)
-	if !strings.ContainsRune(f, '.') {
-		f += ".0"
-	}
-	return f
 }
