@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -36,7 +37,43 @@ const RoutingKeyHeader = "X-SMG-Routing-Key"
 // virtual nodes "<url>#<i>"); this port uses FNV-1a 64 for both, so with
 // token ids the choice of worker differs from SG's while the branch logic
 // (ring hit, load walk, least-load fallback) is the same.
-type prefixHash struct{ base }
+type prefixHash struct {
+	base
+	mu      sync.Mutex
+	members []string
+	ring    []prefixRingEntry
+}
+
+// prefixRingEntry is a virtual node: ring position and candidate URL.
+type prefixRingEntry struct {
+	pos uint64
+	url string
+}
+
+// ringFor returns the ring for the candidate URLs, rebuilt only when they
+// change (SG's registry rebuilds its ring on membership changes).
+func (p *prefixHash) ringFor(ws []Worker) []prefixRingEntry {
+	urls := make([]string, 0, len(ws))
+	for _, w := range ws {
+		if w != nil {
+			urls = append(urls, w.URL())
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.members != nil && slices.Equal(p.members, urls) {
+		return p.ring
+	}
+	ring := make([]prefixRingEntry, 0, len(urls)*prefixHashVirtualNodes)
+	for _, u := range urls {
+		for v := 0; v < prefixHashVirtualNodes; v++ {
+			ring = append(ring, prefixRingEntry{fnv64([]byte(u + "#" + strconv.Itoa(v))), u})
+		}
+	}
+	sort.Slice(ring, func(a, b int) bool { return ring[a].pos < ring[b].pos })
+	p.members, p.ring = urls, ring
+	return ring
+}
 
 const prefixHashVirtualNodes = 150
 
@@ -79,30 +116,23 @@ func (p *prefixHash) Select(ws []Worker, req Request) Decision {
 		avg := float64(total+1) / float64(len(healthy))
 		return float64(l) <= avg*float64(p.cfg.PrefixHashLoadFactor)
 	}
-	// Ring over all candidates; first healthy URL clockwise from the key.
-	type entry struct {
-		pos uint64
-		idx int
-	}
-	var ring []entry
-	for i, w := range ws {
-		if w == nil {
-			continue
-		}
-		for v := 0; v < prefixHashVirtualNodes; v++ {
-			ring = append(ring, entry{fnv64([]byte(w.URL() + "#" + strconv.Itoa(v))), i})
-		}
-	}
-	sort.Slice(ring, func(a, b int) bool { return ring[a].pos < ring[b].pos })
+	// First healthy URL clockwise from the key, each worker checked once.
+	ring := p.ringFor(ws)
 	kp := fnv64([]byte(key))
 	start := sort.Search(len(ring), func(i int) bool { return ring[i].pos >= kp })
+	checked := map[string]bool{}
 	for k := 0; k < len(ring); k++ {
-		e := ring[(start+k)%len(ring)]
-		if !ws[e.idx].Healthy() {
+		u := ring[(start+k)%len(ring)].url
+		if checked[u] {
 			continue
 		}
-		if loadOK(ws[e.idx].Load()) {
-			d.Index, d.Record, d.Branch = e.idx, true, BranchRingHit
+		checked[u] = true
+		idx := indexOfURL(ws, u)
+		if idx < 0 || !ws[idx].Healthy() {
+			continue
+		}
+		if loadOK(ws[idx].Load()) {
+			d.Index, d.Record, d.Branch = idx, true, BranchRingHit
 			return d
 		}
 		best := -1
@@ -112,7 +142,7 @@ func (p *prefixHash) Select(ws []Worker, req Request) Decision {
 			}
 		}
 		if best < 0 {
-			best = e.idx
+			best = idx
 		}
 		d.Index, d.Record, d.Branch = best, true, BranchLoadBalanceWalk
 		return d
