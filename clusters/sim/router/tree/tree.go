@@ -4,6 +4,15 @@
 // tree is shared by all tenants (workers), and every node remembers which
 // tenants' text passed through it. See reference/routers.md §3.2.
 //
+// Ported behaviour, including the quirks: the candidate tenant of a match is
+// the node's cached creator, not the tenant with the longest match of its own;
+// a match refreshes LRU stamps only 1 time in 8; eviction removes each
+// over-limit tenant's least recently stamped leaves. Simplifications: one
+// mutex instead of per-node locks (every outcome is one the source can
+// produce), an LRU clock per tree instead of per process (only the order
+// within a tree matters), and the smallest tenant name where the source takes
+// the first entry of a hash map.
+//
 // A Tree is safe for concurrent use.
 package tree
 

@@ -29,9 +29,8 @@ func TestTreeUnicodeScalarMatching(t *testing.T) {
 	if want := utf8.RuneCountInString("héllo 你好 🙂 e\u0301"); matched != want || tenant != "w1" {
 		t.Fatalf("PrefixMatch = (%d, %q), want (%d, w1)", matched, tenant, want)
 	}
-	// Diverging inside a multi-byte scalar that shares its first byte with
-	// the stored one ("你" E4 BD A0 vs "你" E4 BD A0? no: pick 你/佣 sharing
-	// leading bytes) must not count a partial scalar.
+	// "佣" (E4 BD A3) shares two leading bytes with "你" (E4 BD A0): a match
+	// diverging there must not count a partial scalar.
 	matched, _ = tr.PrefixMatch("héllo 佣")
 	if matched != 6 {
 		t.Fatalf("match diverging inside a scalar = %d, want 6", matched)
