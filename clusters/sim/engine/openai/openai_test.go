@@ -1,0 +1,118 @@
+package openai
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+)
+
+func TestDecodeChatFlattensContentParts(t *testing.T) {
+	req, err := DecodeChat([]byte(`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{}},{"type":"text","text":"b"}]},{"role":"assistant","content":null}],"stream":true,"stream_options":{"include_usage":false},"max_completion_tokens":7,"request_id":"r1","ignore_eos":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Model != "m" || !req.Stream || req.MaxTokens != 7 || req.RequestID != "r1" || !req.IgnoreEOS || req.N != 1 {
+		t.Fatalf("common %+v", req.Common)
+	}
+	if req.StreamOptions == nil || req.StreamOptions.IncludeUsage == nil || *req.StreamOptions.IncludeUsage {
+		t.Fatalf("stream options %+v", req.StreamOptions)
+	}
+	want := []tokenize.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "a\nb"}, {Role: "assistant", Content: ""}}
+	if len(req.Messages) != 3 || req.Messages[1] != want[1] || req.Messages[2] != want[2] {
+		t.Fatalf("messages %+v", req.Messages)
+	}
+}
+
+func fieldErr(t *testing.T, err error) FieldError {
+	t.Helper()
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Errors) == 0 {
+		t.Fatalf("err = %v, want *ValidationError", err)
+	}
+	return ve.Errors[0]
+}
+
+func TestDecodeErrorsAreReportedAsPydanticWould(t *testing.T) {
+	_, err := DecodeChat([]byte(`{"model":"m","stream":false}`))
+	if fe := fieldErr(t, err); fe.Type != "missing" || strings.Join(fe.Loc, ".") != "body.messages" || fe.Input != "<dict of 2 items>" {
+		t.Fatalf("missing messages: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"model":`))
+	if fe := fieldErr(t, err); fe.Type != "json_invalid" || fe.Loc[0] != "body" {
+		t.Fatalf("bad JSON: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`[1,2]`))
+	if fe := fieldErr(t, err); fe.Type != "model_attributes_type" {
+		t.Fatalf("non-object: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"max_tokens":"x"}`))
+	if fe := fieldErr(t, err); fe.Type != "int_type" || strings.Join(fe.Loc, ".") != "body.max_tokens" {
+		t.Fatalf("bad int: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"stream":"yes"}`))
+	if fe := fieldErr(t, err); fe.Type != "bool_type" {
+		t.Fatalf("bad bool: %+v", fe)
+	}
+}
+
+func TestDecodeCompletionPromptForms(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"prompt":"hello"}`:   "hello",
+		`{"prompt":["hello"]}`: "hello",
+	} {
+		req, err := DecodeCompletion([]byte(body))
+		if err != nil || req.Prompt != want {
+			t.Fatalf("%s: %+v %v", body, req, err)
+		}
+	}
+	req, err := DecodeCompletion([]byte(`{"prompt":[1,2,3],"max_tokens":null}`))
+	if err != nil || len(req.PromptIDs) != 3 || !req.MaxTokensNull || req.MaxTokens != -1 {
+		t.Fatalf("ids: %+v %v", req, err)
+	}
+	req, err = DecodeCompletion([]byte(`{"prompt":[[4,5]]}`))
+	if err != nil || len(req.PromptIDs) != 2 {
+		t.Fatalf("nested ids: %+v %v", req, err)
+	}
+	_, err = DecodeCompletion([]byte(`{"prompt":["a","b"]}`))
+	if fe := fieldErr(t, err); !strings.Contains(fe.Msg, "one prompt per request") {
+		t.Fatalf("batch: %+v", fe)
+	}
+}
+
+func TestPlanStopVersusLength(t *testing.T) {
+	for _, tc := range []struct {
+		max, natural, min int
+		ignore            bool
+		want              Output
+	}{
+		{-1, 16, 0, false, Output{16, FinishStop}},
+		{5, 16, 0, false, Output{5, FinishLength}},
+		{16, 16, 0, false, Output{16, FinishStop}},
+		{100, 16, 0, false, Output{16, FinishStop}},
+		{100, 16, 0, true, Output{100, FinishLength}},
+		{-1, 16, 30, false, Output{31, FinishStop}},
+	} {
+		if got := Plan(tc.max, tc.natural, tc.min, tc.ignore); got != tc.want {
+			t.Errorf("Plan(%d,%d,%d,%v) = %+v, want %+v", tc.max, tc.natural, tc.min, tc.ignore, got, tc.want)
+		}
+	}
+	o := Plan(-1, 4, 0, false)
+	if o.TokenText(3) != "" || o.TokenText(0) == "" || o.Text() != tokenize.TokenText(0)+tokenize.TokenText(1)+tokenize.TokenText(2) {
+		t.Fatalf("stop output text %q", o.Text())
+	}
+	ids := o.AppendIDs(nil)
+	if len(ids) != 4 || ids[3] != tokenize.IMEnd {
+		t.Fatalf("ids %v", ids)
+	}
+}
+
+func TestNewIDIsUUID4Hex(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}$`)
+	a, b := NewID(), NewID()
+	if !re.MatchString(a) || a == b {
+		t.Fatalf("ids %q %q", a, b)
+	}
+}
