@@ -1,0 +1,465 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
+)
+
+// Results of a spec, a claim row and the run.
+const (
+	ResultPass   = "PASS"
+	ResultFail   = "FAIL"
+	ResultSkip   = "SKIP"
+	ResultNotRun = "NOT RUN"
+)
+
+// Meta is what the report needs beyond Ginkgo's report: the target's
+// description and the config the run used.
+type Meta struct {
+	Environment clusters.Environment
+	Config      *config.Config
+}
+
+// Report is report.json: the qualification report as data.
+type Report struct {
+	APIVersion    string        `json:"apiVersion"`
+	Kind          string        `json:"kind"`
+	Suite         string        `json:"suite"`
+	Result        string        `json:"result"`
+	StartTime     time.Time     `json:"startTime"`
+	EndTime       time.Time     `json:"endTime"`
+	WallTime      string        `json:"wallTime"`
+	WallSeconds   float64       `json:"wallSeconds"`
+	SuiteFailures []string      `json:"suiteFailures,omitempty"`
+	Environment   Environment   `json:"environment"`
+	Statistics    Statistics    `json:"statistics"`
+	Claims        []ClaimTable  `json:"claims"`
+	Splits        []SplitResult `json:"splits"`
+	Specs         []SpecResult  `json:"specs"`
+}
+
+// Environment is the block at the top of the report.
+type Environment struct {
+	Target            string       `json:"target"`
+	KubernetesVersion string       `json:"kubernetesVersion,omitempty"`
+	OperatorVersion   string       `json:"operatorVersion,omitempty"`
+	GPU               string       `json:"gpu,omitempty"`
+	Model             string       `json:"model,omitempty"`
+	RouterImage       string       `json:"routerImage,omitempty"`
+	Engines           []EngineInfo `json:"engines,omitempty"`
+	Routers           []string     `json:"routers,omitempty"`
+	Replicas          int32        `json:"replicas,omitempty"`
+	Requests          int          `json:"requests,omitempty"`
+	ConfigFile        string       `json:"configFile,omitempty"`
+	GinkgoNodes       int          `json:"ginkgoNodes"`
+	LabelFilter       string       `json:"labelFilter,omitempty"`
+	RandomSeed        int64        `json:"randomSeed"`
+	Notes             []string     `json:"notes,omitempty"`
+}
+
+// EngineInfo is one engine's version and image.
+type EngineInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Image   string `json:"image,omitempty"`
+}
+
+// Statistics counts specs by result.
+type Statistics struct {
+	Total   int `json:"total"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	Pending int `json:"pending"`
+}
+
+// ClaimTable is one documented claim: a row per pair.
+type ClaimTable struct {
+	Name   string     `json:"name"`
+	Title  string     `json:"title"`
+	Source string     `json:"source"`
+	Result string     `json:"result"`
+	Rows   []ClaimRow `json:"rows"`
+}
+
+// ClaimRow is the documented outcome beside the measured one for one pair.
+type ClaimRow struct {
+	Pair     string   `json:"pair"`
+	Expected string   `json:"expected"`
+	Measured []string `json:"measured,omitempty"`
+	Result   string   `json:"result"`
+	Reasons  []string `json:"reasons,omitempty"`
+	Specs    []string `json:"specs,omitempty"`
+}
+
+// SplitResult is a Split entry with the result of the spec that measured it.
+type SplitResult struct {
+	Split
+	Spec   string `json:"spec"`
+	Result string `json:"result"`
+}
+
+// SpecResult is one spec.
+type SpecResult struct {
+	Name           string   `json:"name"`
+	Claim          string   `json:"claim,omitempty"`
+	Pair           string   `json:"pair,omitempty"`
+	Labels         []string `json:"labels"`
+	Result         string   `json:"result"`
+	State          string   `json:"state"`
+	Reason         string   `json:"reason,omitempty"`
+	Location       string   `json:"location,omitempty"`
+	RunTimeSeconds float64  `json:"runTimeSeconds"`
+	Process        int      `json:"process"`
+	Entries        []string `json:"entries,omitempty"`
+
+	claimIndex, pairIndex int
+	splits                []Split
+	claims                []Claim
+}
+
+// Build turns Ginkgo's report into the qualification report. It never
+// fails on a malformed entry: the entry is listed as a problem on its spec.
+func Build(r types.Report, meta Meta) (*Report, error) {
+	expect, err := fixtures.Expectations()
+	if err != nil {
+		return nil, err
+	}
+	out := &Report{
+		APIVersion:  "routing-conformance.gpustack.ai/v1",
+		Kind:        "QualificationReport",
+		Suite:       r.SuiteDescription,
+		Result:      ResultFail,
+		StartTime:   r.StartTime.UTC(),
+		EndTime:     r.EndTime.UTC(),
+		WallTime:    r.RunTime.Round(time.Millisecond).String(),
+		WallSeconds: r.RunTime.Seconds(),
+		Environment: environment(r, meta),
+	}
+	if r.SuiteSucceeded {
+		out.Result = ResultPass
+	}
+	out.SuiteFailures = append(out.SuiteFailures, r.SpecialSuiteFailureReasons...)
+	for _, sr := range r.SpecReports {
+		if !sr.LeafNodeType.Is(types.NodeTypeIt) {
+			// Suite-level nodes (BeforeSuite, ReportAfterSuite...) only matter when they fail.
+			if sr.State.Is(types.SpecStateFailureStates) {
+				out.SuiteFailures = append(out.SuiteFailures, fmt.Sprintf("%s: %s", sr.LeafNodeType, firstLines(sr.Failure.Message, 3)))
+			}
+			continue
+		}
+		s := specResult(sr)
+		out.Specs = append(out.Specs, s)
+		switch s.Result {
+		case ResultPass:
+			out.Statistics.Passed++
+		case ResultFail:
+			out.Statistics.Failed++
+		case ResultSkip:
+			out.Statistics.Skipped++
+		}
+		if sr.State == types.SpecStatePending {
+			out.Statistics.Pending++
+		}
+	}
+	out.Statistics.Total = len(out.Specs)
+	slices.SortStableFunc(out.Specs, func(a, b SpecResult) int {
+		return cmp.Or(cmp.Compare(a.claimIndex, b.claimIndex), cmp.Compare(a.pairIndex, b.pairIndex), strings.Compare(a.Name, b.Name))
+	})
+	for _, s := range out.Specs {
+		for _, sp := range s.splits {
+			out.Splits = append(out.Splits, SplitResult{Split: sp, Spec: s.Name, Result: s.Result})
+		}
+	}
+	for _, name := range fixtures.Claims {
+		c, _ := expect.Claim(name)
+		out.Claims = append(out.Claims, claimTable(c, out.Specs))
+	}
+	return out, nil
+}
+
+func environment(r types.Report, meta Meta) Environment {
+	env := Environment{
+		Target:            meta.Environment.Target,
+		KubernetesVersion: meta.Environment.KubernetesVersion,
+		OperatorVersion:   meta.Environment.OperatorVersion,
+		GPU:               meta.Environment.GPUProduct,
+		RouterImage:       meta.Environment.RouterImage,
+		GinkgoNodes:       r.SuiteConfig.ParallelTotal,
+		LabelFilter:       r.SuiteConfig.LabelFilter,
+		RandomSeed:        r.SuiteConfig.RandomSeed,
+		Notes:             slices.Clone(meta.Environment.Notes),
+	}
+	if c := meta.Config; c != nil {
+		if env.Target == "" {
+			env.Target = c.Target
+		}
+		env.Model = c.Model.Name
+		if env.RouterImage == "" {
+			env.RouterImage = c.RouterImage
+		}
+		for _, e := range c.Engines {
+			image := e.Image
+			if img := meta.Environment.EngineImages[e.Name]; img != "" {
+				image = img
+			}
+			env.Engines = append(env.Engines, EngineInfo{Name: e.Name, Version: e.Version, Image: image})
+		}
+		for _, rt := range c.Routers {
+			env.Routers = append(env.Routers, rt.Name)
+		}
+		env.Replicas = c.Replicas
+		env.Requests = c.Traffic.Requests
+		env.ConfigFile = c.File()
+	}
+	slices.SortFunc(env.Engines, func(a, b EngineInfo) int { return strings.Compare(a.Name, b.Name) })
+	sort.Strings(env.Routers)
+	return env
+}
+
+// specResult reads one spec: its claim and pair from labels, its result and
+// reason, and its evidence entries.
+func specResult(sr types.SpecReport) SpecResult {
+	labels := slices.Clone(sr.Labels())
+	sort.Strings(labels)
+	s := SpecResult{
+		Name:           sr.FullText(),
+		Labels:         labels,
+		State:          sr.State.String(),
+		RunTimeSeconds: sr.RunTime.Seconds(),
+		Process:        sr.ParallelProcess,
+		claimIndex:     len(fixtures.Claims),
+		pairIndex:      len(fixtures.DocumentedPairs),
+	}
+	var router, engine string
+	for _, l := range labels {
+		key, value, _ := strings.Cut(l, ":")
+		switch strings.ToLower(key) {
+		case "feature":
+			if i := indexFold(fixtures.Claims, value); i >= 0 {
+				s.Claim, s.claimIndex = fixtures.Claims[i], i
+			}
+		case "router":
+			router = value
+		case "engine":
+			engine = value
+		}
+	}
+	for i, p := range fixtures.DocumentedPairs {
+		if strings.EqualFold(p.Router, router) && strings.EqualFold(p.Engine, engine) {
+			s.Pair, s.pairIndex = p.String(), i
+		}
+	}
+	if s.Pair == "" && router != "" && engine != "" {
+		s.Pair = router + "+" + engine
+	}
+	switch {
+	case sr.State == types.SpecStatePassed:
+		s.Result = ResultPass
+	case sr.State.Is(types.SpecStateFailureStates):
+		s.Result = ResultFail
+		s.Reason = firstLines(sr.Failure.Message, 6)
+		if loc := sr.Failure.Location; loc.FileName != "" {
+			s.Location = fmt.Sprintf("%s:%d", shortPath(loc.FileName), loc.LineNumber)
+		}
+	case sr.State == types.SpecStatePending:
+		s.Result = ResultSkip
+		s.Reason = "pending: the spec is not written yet"
+	default:
+		s.Result = ResultSkip
+		s.Reason = firstLines(sr.Failure.Message, 3)
+		if s.Reason == "" {
+			s.Reason = "not selected in this run (label filter, focus or skip)"
+		}
+	}
+	for _, e := range sr.ReportEntries {
+		switch e.Name {
+		case EntrySplit:
+			var v Split
+			if err := decodeEntry(e, &v); err != nil {
+				s.Entries = append(s.Entries, fmt.Sprintf("unreadable %s entry: %v", e.Name, err))
+				continue
+			}
+			s.splits = append(s.splits, v)
+		case EntryClaim:
+			var v Claim
+			if err := decodeEntry(e, &v); err != nil {
+				s.Entries = append(s.Entries, fmt.Sprintf("unreadable %s entry: %v", e.Name, err))
+				continue
+			}
+			s.claims = append(s.claims, v)
+		}
+		s.Entries = append(s.Entries, entryLine(e))
+	}
+	return s
+}
+
+// entryLine renders any entry as one readable line for the spec list.
+func entryLine(e types.ReportEntry) string {
+	var v any
+	switch e.Name {
+	case EntryClaim:
+		v = &Claim{}
+	case EntrySplit:
+		v = &Split{}
+	case EntryMetricDelta:
+		v = &MetricDelta{}
+	case EntryBanner:
+		v = &Banner{}
+	case EntrySeries:
+		v = &Series{}
+	case EntryAdmission:
+		v = &Admission{}
+	case EntryRouterExit:
+		v = &RouterExit{}
+	default:
+		return e.Name + ": " + firstLines(e.Value.String(), 1)
+	}
+	if err := decodeEntry(e, v); err != nil {
+		return fmt.Sprintf("%s: unreadable: %v", e.Name, err)
+	}
+	switch x := v.(type) {
+	case *Claim:
+		return fmt.Sprintf("claim: expected %s; measured %s", x.Expected, x.Measured)
+	case *Split:
+		return fmt.Sprintf("split %s: %s by %s (%d requests, %d failed)", x.Title, x.Counts(), x.Source, x.Requests, x.Failures)
+	case *MetricDelta:
+		s := fmt.Sprintf("metric %s%s: %s -> %s (+%s)", x.Metric, labelString(x.Labels), formatNumber(x.Before), formatNumber(x.After), formatNumber(x.Delta))
+		if x.Expected != nil {
+			s += ", documented +" + formatNumber(*x.Expected)
+		}
+		return s
+	case *Banner:
+		return "banner: " + x.Line
+	case *Series:
+		return fmt.Sprintf("series %s{%s}: %s (replicas %s)", x.Metric, x.Label, strings.Join(x.Values, ", "), strings.Join(x.Replicas, ", "))
+	case *Admission:
+		if x.Refused {
+			return fmt.Sprintf("admission %q refused: %s: %s", strings.Join(x.Args, " "), x.Field, x.Message)
+		}
+		return fmt.Sprintf("admission %q admitted", strings.Join(x.Args, " "))
+	case *RouterExit:
+		code := "none"
+		if x.ExitCode != nil {
+			code = fmt.Sprint(*x.ExitCode)
+		}
+		return fmt.Sprintf("router with --policy %s: exit %s, restarts %d, ready %v, RouterReady %s", x.Value, code, x.Restarts, x.Ready, x.RouterReady)
+	}
+	return e.Name
+}
+
+func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
+	t := ClaimTable{Name: c.Name, Title: c.Title, Source: c.Source}
+	for _, p := range fixtures.DocumentedPairs {
+		row := ClaimRow{Pair: p.String(), Result: ResultNotRun}
+		for _, e := range c.Pairs {
+			if e.Pair == p.String() {
+				row.Expected = e.Summary
+			}
+		}
+		var results []string
+		for _, s := range specs {
+			if s.Claim != c.Name || s.Pair != p.String() {
+				continue
+			}
+			row.Specs = append(row.Specs, s.Name)
+			results = append(results, s.Result)
+			for _, cl := range s.claims {
+				row.Measured = append(row.Measured, cl.Measured)
+			}
+			if s.Reason != "" && s.Result != ResultPass {
+				row.Reasons = appendUnique(row.Reasons, s.Reason)
+			}
+		}
+		switch {
+		case slices.Contains(results, ResultFail):
+			row.Result = ResultFail
+		case slices.Contains(results, ResultPass):
+			row.Result = ResultPass
+		case len(results) > 0:
+			row.Result = ResultSkip
+		default:
+			row.Reasons = []string{"no spec for this claim and pair ran in this suite"}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	t.Result = ResultNotRun
+	var rows []string
+	for _, r := range t.Rows {
+		rows = append(rows, r.Result)
+	}
+	switch {
+	case slices.Contains(rows, ResultFail):
+		t.Result = ResultFail
+	case slices.Contains(rows, ResultPass):
+		t.Result = ResultPass
+	case slices.Contains(rows, ResultSkip):
+		t.Result = ResultSkip
+	}
+	return t
+}
+
+func appendUnique(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+func indexFold(list []string, s string) int {
+	for i, v := range list {
+		if strings.EqualFold(v, s) {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstLines keeps the first n non-empty lines of s, trimmed.
+func firstLines(s string, n int) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimRight(l, " \t\r"); strings.TrimSpace(l) == "" {
+			continue
+		}
+		if len(out) == n {
+			out = append(out, "...")
+			break
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func shortPath(p string) string {
+	if i := strings.Index(p, "/suites/"); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func labelString(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%q", k, m[k]))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
