@@ -1,0 +1,143 @@
+// Package routerlog reads what vllm-router and sgl-model-gateway print: the
+// tracing startup banner `Starting router on ... | policy: <Debug> | ...`
+// (reference/routers.md §2.1–2.3) and clap's argument errors (§2.4). Logs
+// are taken as `kubectl logs` gives them: ANSI colour codes included.
+package routerlog
+
+import (
+	"regexp"
+	"strings"
+)
+
+// StripANSI removes terminal escape sequences (CSI colour codes such as
+// "\x1b[32m", OSC titles, two-byte escapes). tracing-subscriber colours the
+// level and target unconditionally (with_ansi(true)), so every log line has them.
+func StripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") && !strings.Contains(s, "\u009b") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[':
+			i = skipCSI(s, i+2)
+		case strings.HasPrefix(s[i:], "\u009b"): // 8-bit CSI
+			i = skipCSI(s, i+len("\u009b"))
+		case s[i] == 0x1b && i+1 < len(s) && s[i+1] == ']':
+			i = skipOSC(s, i+2)
+		case s[i] == 0x1b:
+			i = skipEscape(s, i+1)
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
+}
+
+// skipCSI skips parameter and intermediate bytes up to the final byte.
+func skipCSI(s string, i int) int {
+	for i < len(s) {
+		c := s[i]
+		if c < 0x20 || c > 0x7e { // not a CSI byte: a broken sequence; keep the byte
+			return i
+		}
+		i++
+		if c >= 0x40 {
+			return i
+		}
+	}
+	return i
+}
+
+// skipEscape skips an ECMA-35 escape after ESC: intermediate bytes
+// (0x20–0x2F) and one final byte, e.g. "\x1b(B" or "\x1b7". A control
+// byte such as '\n' is never swallowed.
+func skipEscape(s string, i int) int {
+	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+		i++
+	}
+	if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+		i++
+	}
+	return i
+}
+
+// skipOSC skips to BEL or ST (ESC \), never past the end of the line.
+func skipOSC(s string, i int) int {
+	for i < len(s) && s[i] != '\n' {
+		if s[i] == 0x07 {
+			return i + 1
+		}
+		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+			return i + 2
+		}
+		i++
+	}
+	return i
+}
+
+// Line is one log line, with tracing-subscriber's full-format prefix split
+// off when it has one:
+// `2026-12-02 15:45:01  INFO vllm_router_rs::server: src/server.rs:812: <message>`.
+type Line struct {
+	Number   int    `json:"number"` // 1-based line number in the log text
+	Text     string `json:"text"`   // the line without ANSI codes
+	Time     string `json:"time,omitempty"`
+	Level    string `json:"level,omitempty"`
+	Target   string `json:"target,omitempty"`   // vllm_router_rs::server, smg::server
+	Location string `json:"location,omitempty"` // src/server.rs:812
+	// Message is the text after the prefix, or the whole line when there is
+	// no tracing prefix (println! output such as "VLLM Router starting...").
+	Message string `json:"message"`
+}
+
+// An optional RFC 3339 stamp from `kubectl logs --timestamps`, then
+// tracing's time, padded level, target and file:line.
+var prefixRE = regexp.MustCompile(`^(?:\d{4}-\d\d-\d\dT\S+\s+)?(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+(TRACE|DEBUG|INFO|WARN|ERROR)\s+(?:([A-Za-z_][\w]*(?:::[\w]+)*):\s+)?(?:(\S+?:\d+):\s+)?`)
+
+// Lines splits log text into lines, strips ANSI codes and splits off the
+// tracing prefix.
+func Lines(logs string) []Line {
+	raw := strings.Split(logs, "\n")
+	if len(raw) > 0 && raw[len(raw)-1] == "" {
+		raw = raw[:len(raw)-1]
+	}
+	out := make([]Line, len(raw))
+	for i, r := range raw {
+		out[i] = ParseLine(i+1, r)
+	}
+	return out
+}
+
+// ParseLine reads one raw line (number is its 1-based position).
+func ParseLine(number int, raw string) Line {
+	text := strings.TrimRight(StripANSI(raw), "\r")
+	l := Line{Number: number, Text: text, Message: text}
+	if m := prefixRE.FindStringSubmatchIndex(text); m != nil {
+		l.Time = group(text, m, 1)
+		l.Level = group(text, m, 2)
+		l.Target = group(text, m, 3)
+		l.Location = group(text, m, 4)
+		l.Message = text[m[1]:]
+	}
+	return l
+}
+
+func group(s string, m []int, i int) string {
+	if m[2*i] < 0 {
+		return ""
+	}
+	return s[m[2*i]:m[2*i+1]]
+}
+
+// Tail returns the last n lines' text, for failure messages.
+func Tail(lines []Line, n int) []string {
+	start := max(0, len(lines)-n)
+	out := make([]string, 0, len(lines)-start)
+	for _, l := range lines[start:] {
+		out = append(out, l.Text)
+	}
+	return out
+}
