@@ -15,9 +15,9 @@ const BarFill = "#1f77b4"
 // total, so an all-on-one split fills the width). Plain SVG, no scripts.
 func chartSVG(s Split) string {
 	const (
-		width    = 560
-		labelW   = 210
-		barMaxW  = 280
+		width    = 470
+		labelW   = 170
+		barMaxW  = 240
 		rowH     = 26
 		barH     = 18
 		top      = 22
@@ -32,7 +32,7 @@ func chartSVG(s Split) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		width, height, width, height, html.EscapeString(s.Pair+" "+s.Title))
 	fmt.Fprintf(&b, `<text x="0" y="14" font-size="%d" font-family="sans-serif" font-weight="bold">%s</text>`,
-		fontSize, html.EscapeString(fmt.Sprintf("%s: %s (%s)", s.Pair, s.Title, s.Source)))
+		fontSize, html.EscapeString(truncate(s.Title, 70)))
 	for i, r := range s.Replicas {
 		y := top + i*rowH
 		w := 0
@@ -44,7 +44,7 @@ func chartSVG(s Split) string {
 			label += " " + r.Address
 		}
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="%d" font-family="monospace">%s</text>`,
-			y+barH-4, fontSize-1, html.EscapeString(truncate(label, 32)))
+			y+barH-4, fontSize-1, html.EscapeString(truncate(label, 26)))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" shape-rendering="crispEdges"/>`,
 			labelW, y, w, barH, BarFill)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="%d" font-family="sans-serif">%s</text>`,

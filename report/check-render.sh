@@ -3,6 +3,7 @@
 # split charts drew: the screenshot must hold pixels of the bars' fill colour
 # (report.BarFill). No network is used: the page is self-contained.
 #   report/check-render.sh [artifacts/qualification.html]
+# SCREENSHOT=path keeps the PNG; CHROMIUM overrides the browser path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,5 +41,6 @@ if [[ ! -s "$shot" ]]; then
   cat "$tmp/chromium.log" >&2
   exit 1
 fi
+if [[ -n "${SCREENSHOT:-}" ]]; then cp "$shot" "$SCREENSHOT"; fi
 go run ./report/internal/pngcolor -color "$fill" -min "$min_pixels" "$shot"
 echo "check-render: $html renders with its charts"

@@ -43,7 +43,8 @@ th { background: #f2f2f2; }
 .skip { background: #f3ecd0; }
 .notrun { background: #e8e8e8; }
 .reason { white-space: pre-wrap; font-family: monospace; font-size: 12px; }
-.chart { display: block; margin: 6px 0 18px; }
+.chart { display: block; margin: 6px 0 2px; }
+.note { font-size: 11px; color: #555; margin-bottom: 8px; }
 h1 span { padding: 2px 10px; }
 </style>
 </head>
@@ -59,11 +60,11 @@ h1 span { padding: 2px 10px; }
 <p>Source: {{.Source}}</p>
 <table>
 <tr><th>Pair</th><th>Documented</th><th>Measured</th><th>Result</th><th>Reason</th></tr>
-{{range .Rows}}<tr><td>{{.Pair}}</td><td>{{.Expected}}</td><td>{{range .Measured}}<div>{{.}}</div>{{end}}</td><td class="{{cls .Result}}">{{.Result}}</td><td class="reason">{{join .Reasons "\n"}}</td></tr>
+{{range .Rows}}<tr><td>{{.Pair}}</td><td>{{.Expected}}</td><td>{{range .Measured}}<div>{{.}}</div>{{end}}{{range .Splits}}{{chart .}}<div class="note">{{.Requests}} requests, {{.Failures}} failed, counted by <code>{{.Source}}</code></div>{{end}}</td><td class="{{cls .Result}}">{{.Result}}</td><td class="reason">{{join .Reasons "\n"}}</td></tr>
 {{end}}</table>
 {{end}}
-{{if .Splits}}<h2>Measured splits</h2>
-{{range .Splits}}<div class="split">
+{{if .OtherSplits}}<h2>Other measured splits</h2>
+{{range .OtherSplits}}<div class="split">
 <p><b>{{.Pair}}</b>, {{.Title}}: {{.Counts}} by <code>{{.Source}}</code>; {{.Requests}} requests, {{.Failures}} failed; documented: {{.Expected}}; <span class="{{cls .Result}}">{{.Result}}</span></p>
 {{chart .}}
 </div>{{end}}{{end}}

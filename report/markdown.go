@@ -35,10 +35,16 @@ func Markdown(r *Report) string {
 				row.Result, mdCell(strings.Join(row.Reasons, "; ")))
 		}
 		p("\n")
+		for _, row := range c.Rows {
+			for _, s := range row.Splits {
+				p("**%s**, %s: %s by `%s`; %d requests, %d failed; documented: %s; %s\n\n", s.Pair, s.Title, s.Counts(), s.Source, s.Requests, s.Failures, s.Expected, s.Result)
+				p("%s\n", textBars(s.Split))
+			}
+		}
 	}
-	if len(r.Splits) > 0 {
-		p("## Measured splits\n\n")
-		for _, s := range r.Splits {
+	if len(r.OtherSplits) > 0 {
+		p("## Other measured splits\n\n")
+		for _, s := range r.OtherSplits {
 			p("**%s**, %s: %s by `%s`; %d requests, %d failed; documented: %s; %s\n\n", s.Pair, s.Title, s.Counts(), s.Source, s.Requests, s.Failures, s.Expected, s.Result)
 			p("%s\n", textBars(s.Split))
 		}

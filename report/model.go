@@ -44,7 +44,10 @@ type Report struct {
 	Environment   Environment   `json:"environment"`
 	Statistics    Statistics    `json:"statistics"`
 	Claims        []ClaimTable  `json:"claims"`
-	Splits        []SplitResult `json:"splits"`
+	// Splits lists every measured split; those of a claim row also appear in it.
+	Splits []SplitResult `json:"splits"`
+	// OtherSplits are splits of specs outside the documented claim tables.
+	OtherSplits []SplitResult `json:"otherSplits,omitempty"`
 	Specs         []SpecResult  `json:"specs"`
 }
 
@@ -100,6 +103,8 @@ type ClaimRow struct {
 	Result   string   `json:"result"`
 	Reasons  []string `json:"reasons,omitempty"`
 	Specs    []string `json:"specs,omitempty"`
+	// Splits are the splits measured for this row, drawn beside it.
+	Splits []SplitResult `json:"splits,omitempty"`
 }
 
 // SplitResult is a Split entry with the result of the spec that measured it.
@@ -178,7 +183,11 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 	})
 	for _, s := range out.Specs {
 		for _, sp := range s.splits {
-			out.Splits = append(out.Splits, SplitResult{Split: sp, Spec: s.Name, Result: s.Result})
+			sr := SplitResult{Split: sp, Spec: s.Name, Result: s.Result}
+			out.Splits = append(out.Splits, sr)
+			if s.Claim == "" || s.pairIndex == len(fixtures.DocumentedPairs) {
+				out.OtherSplits = append(out.OtherSplits, sr)
+			}
 		}
 	}
 	for _, name := range fixtures.Claims {
@@ -376,6 +385,9 @@ func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
 			results = append(results, s.Result)
 			for _, cl := range s.claims {
 				row.Measured = append(row.Measured, cl.Measured)
+			}
+			for _, sp := range s.splits {
+				row.Splits = append(row.Splits, SplitResult{Split: sp, Spec: s.Name, Result: s.Result})
 			}
 			if s.Reason != "" && s.Result != ResultPass {
 				row.Reasons = appendUnique(row.Reasons, s.Reason)

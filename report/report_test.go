@@ -296,8 +296,8 @@ func TestHTMLIsSelfContainedWithOneChartPerSplit(t *testing.T) {
 		}
 	}
 	// 120 of 120 fills the bar width, 0 draws nothing, 60 of 120 half.
-	if !strings.Contains(svgs[0], `width="280" height="18" fill="#1f77b4"`) || !strings.Contains(svgs[0], `width="0" height="18"`) ||
-		!strings.Contains(svgs[1], `width="140" height="18"`) {
+	if !strings.Contains(svgs[0], `width="240" height="18" fill="#1f77b4"`) || !strings.Contains(svgs[0], `width="0" height="18"`) ||
+		!strings.Contains(svgs[1], `width="120" height="18"`) {
 		t.Errorf("bar widths are not proportional:\n%s\n%s", svgs[0], svgs[1])
 	}
 	for _, want := range []string{"Routing qualification: <span class=\"fail\">FAIL</span>", "<th>GPU</th><td>NVIDIA H100 (simulated)</td>",
