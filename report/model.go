@@ -32,23 +32,23 @@ type Meta struct {
 
 // Report is report.json: the qualification report as data.
 type Report struct {
-	APIVersion    string        `json:"apiVersion"`
-	Kind          string        `json:"kind"`
-	Suite         string        `json:"suite"`
-	Result        string        `json:"result"`
-	StartTime     time.Time     `json:"startTime"`
-	EndTime       time.Time     `json:"endTime"`
-	WallTime      string        `json:"wallTime"`
-	WallSeconds   float64       `json:"wallSeconds"`
-	SuiteFailures []string      `json:"suiteFailures,omitempty"`
-	Environment   Environment   `json:"environment"`
-	Statistics    Statistics    `json:"statistics"`
-	Claims        []ClaimTable  `json:"claims"`
+	APIVersion    string       `json:"apiVersion"`
+	Kind          string       `json:"kind"`
+	Suite         string       `json:"suite"`
+	Result        string       `json:"result"`
+	StartTime     time.Time    `json:"startTime"`
+	EndTime       time.Time    `json:"endTime"`
+	WallTime      string       `json:"wallTime"`
+	WallSeconds   float64      `json:"wallSeconds"`
+	SuiteFailures []string     `json:"suiteFailures,omitempty"`
+	Environment   Environment  `json:"environment"`
+	Statistics    Statistics   `json:"statistics"`
+	Claims        []ClaimTable `json:"claims"`
 	// Splits lists every measured split; those of a claim row also appear in it.
 	Splits []SplitResult `json:"splits"`
 	// OtherSplits are splits of specs outside the documented claim tables.
 	OtherSplits []SplitResult `json:"otherSplits,omitempty"`
-	Specs         []SpecResult  `json:"specs"`
+	Specs       []SpecResult  `json:"specs"`
 }
 
 // Environment is the block at the top of the report.
