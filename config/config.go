@@ -50,7 +50,9 @@ type Config struct {
 	Routers []Router `json:"routers"`
 	// RouterImage is spec.router.image; empty leaves the operator's setting in force.
 	RouterImage string `json:"routerImage,omitempty"`
-	// InstanceType is spec.roles[].instanceType (an Active accelerated InstanceType).
+	// InstanceType is spec.roles[].instanceType. Empty: on kube and kind the
+	// Active accelerated InstanceType with the most free accelerators; on the
+	// sim, SimInstanceType (the sim accepts any name).
 	InstanceType string `json:"instanceType"`
 	// Replicas is the engine replica count of every routed deployment (>= 2).
 	Replicas int32 `json:"replicas"`
@@ -196,6 +198,9 @@ var Specs = []string{SpecAdmission, SpecAffinity, SpecBadPolicy, SpecDefaults, S
 // Ops lists the op names accepted in interval keys.
 var Ops = []string{OpConsistently, OpWaitDeleted, OpWaitLogs, OpWaitMetrics, OpWaitReady, OpWaitRouterCrash}
 
+// SimInstanceType is the InstanceType name used on the sim when none is set.
+const SimInstanceType = "sim-gpu"
+
 // File is the path the config was read from ("" for Default()).
 func (c *Config) File() string { return c.file }
 
@@ -297,9 +302,6 @@ func (c *Config) validate() error {
 			}
 			seen[r.Name] = true
 		}
-	}
-	if c.InstanceType == "" {
-		p.add(c, "instanceType", "must name an Active accelerated InstanceType (kubectl get instancetypes)")
 	}
 	if c.Replicas < 2 || c.Replicas > 16 {
 		p.add(c, "replicas", fmt.Sprintf("must be between 2 and 16 (a split needs two replicas), got %d", c.Replicas))

@@ -303,3 +303,14 @@ func TestConfigRoundTripsThroughJSON(t *testing.T) {
 		t.Errorf("round trip lost intervals: %+v", back.Intervals)
 	}
 }
+
+func TestEmptyInstanceTypeIsLeftToTheTarget(t *testing.T) {
+	c, err := parse(t, "", noEnv)
+	if err != nil || c.InstanceType != SimInstanceType {
+		t.Errorf("sim instanceType = %q, %v; want %q", c.InstanceType, err, SimInstanceType)
+	}
+	c, err = parse(t, "target: kube\n", noEnv)
+	if err != nil || c.InstanceType != "" {
+		t.Errorf("kube instanceType = %q, %v; want empty (the kube target picks one)", c.InstanceType, err)
+	}
+}

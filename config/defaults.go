@@ -21,9 +21,8 @@ func Default() *Config {
 			{Name: api.EngineVLLM, Version: "0.29.0", Image: "gpustack/runner:cuda12.9-vllm0.29.0"},
 			{Name: api.EngineSGLang, Version: "0.5.18"},
 		},
-		Routers:      []Router{{Name: api.RouterVLLM}, {Name: api.RouterSGLang}, {Name: api.RouterLLMD}},
-		InstanceType: "sim-nvidia-h100",
-		Replicas:     2,
+		Routers:  []Router{{Name: api.RouterVLLM}, {Name: api.RouterSGLang}, {Name: api.RouterLLMD}},
+		Replicas: 2,
 		Traffic: Traffic{
 			Requests:       120,
 			Concurrency:    []int{2, 4, 8},

@@ -86,6 +86,9 @@ func Parse(name string, data []byte, baseDir string, env LookupEnv) (*Config, er
 			}
 		}
 	}
+	if c.InstanceType == "" && c.Target == TargetSim {
+		c.InstanceType = SimInstanceType
+	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
