@@ -437,9 +437,10 @@ func (k *Kubelet) notify() {
 	}
 }
 
-// Logs returns a container's log as kubectl logs would: the current (most
-// recent) instance, or with previous the one before it; since drops lines
-// written earlier.
+// Logs returns a container's log as kubectl logs would: the running
+// instance (or, while the container waits to restart, the one that just
+// ended), or with previous the instance of lastState.terminated; since drops
+// lines written earlier.
 func (k *Kubelet) Logs(namespace, name, containerName string, previous bool, since time.Time) (string, error) {
 	k.mu.Lock()
 	p := k.pods[namespace+"/"+name]
@@ -462,7 +463,7 @@ func (k *Kubelet) Logs(namespace, name, containerName string, previous bool, sin
 	}
 	buf := c.current
 	if previous {
-		buf = c.previous
+		buf = c.lastLog
 		if buf == nil {
 			k.mu.Unlock()
 			return "", fmt.Errorf("previous terminated container %q in pod %q not found", c.spec.Name, name)

@@ -42,8 +42,10 @@ type container struct {
 	restarts     int32
 	terminated   *Termination
 	lastTerm     *Termination
-	current      *logBuffer
-	previous     *logBuffer
+	// current is the running instance's log, or the last one's while the
+	// container waits; lastLog belongs to lastTerm (kubectl logs --previous).
+	current *logBuffer
+	lastLog *logBuffer
 }
 
 func (p *pod) statusLocked() PodStatus {
@@ -106,6 +108,7 @@ func (k *Kubelet) supervise(p *pod, c *container) {
 			return
 		}
 		c.lastTerm = term
+		c.lastLog = c.current
 		c.restarts++
 		c.waiting = ReasonCrashLoopBackOff
 		k.mu.Unlock()
@@ -158,9 +161,6 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time) (int32, s
 	}
 
 	k.mu.Lock()
-	if c.current != nil {
-		c.previous = c.current
-	}
 	c.current = logs
 	c.running, c.runningSince, c.waiting, c.terminated = true, started, "", nil
 	c.ready = false

@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+)
+
+// CollectArtifacts writes, under dir:
+//
+//	modeldeployment.yaml            the object with its status
+//	events.log                      the deployment's and its Pods' events
+//	pods/<pod>.txt                  kubectl-describe style Pod descriptions
+//	logs/<pod>/<container>.log      current container log
+//	logs/<pod>/<container>.previous.log  the terminated one before it, if any
+//	metrics/<pod>.txt               a /metrics scrape of every router and engine Pod
+//
+// It keeps going past failures and returns them joined.
+func (d *deployment) CollectArtifacts(ctx context.Context, dir string) error {
+	var errs []error
+	keep := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	write := func(rel string, data []byte) {
+		path := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			keep(err)
+			return
+		}
+		keep(os.WriteFile(path, data, 0o644))
+	}
+
+	d.mu.Lock()
+	obj := operator.DeepCopy(d.obj)
+	d.mu.Unlock()
+	if y, err := yaml.Marshal(obj); err != nil {
+		keep(fmt.Errorf("marshal object: %w", err))
+	} else {
+		write("modeldeployment.yaml", y)
+	}
+
+	var ev strings.Builder
+	for _, e := range d.Events() {
+		object := "modeldeployment/" + d.Name()
+		if e.Pod != "" {
+			object = "pod/" + e.Pod
+		}
+		fmt.Fprintf(&ev, "%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format(time.RFC3339Nano), e.Type, e.Reason, object,
+			e.Message)
+	}
+	write("events.log", []byte(ev.String()))
+
+	for _, p := range d.c.kube.ListStatus(d.Namespace(), map[string]string{api.LabelInstance: d.Name()}) {
+		if err := ctx.Err(); err != nil {
+			keep(err)
+			break
+		}
+		write(filepath.Join("pods", p.Name+".txt"), []byte(d.c.kube.Describe(p.Namespace, p.Name)))
+		for _, cs := range p.Containers {
+			if text, err := d.c.kube.Logs(p.Namespace, p.Name, cs.Name, false, time.Time{}); err == nil {
+				write(filepath.Join("logs", p.Name, cs.Name+".log"), []byte(text))
+			} else {
+				keep(err)
+			}
+			if text, err := d.c.kube.Logs(p.Namespace, p.Name, cs.Name, true, time.Time{}); err == nil {
+				write(filepath.Join("logs", p.Name, cs.Name+".previous.log"), []byte(text))
+			}
+		}
+		port, err := strconv.Atoi(p.Annotations[api.AnnotationPromPort])
+		if err != nil {
+			continue
+		}
+		body, err := d.rawScrape(ctx, p.IP, port)
+		if err != nil {
+			write(filepath.Join("metrics", p.Name+"-error.txt"), []byte(err.Error()+"\n"))
+			continue
+		}
+		write(filepath.Join("metrics", p.Name+".txt"), body)
+	}
+	return errors.Join(errs...)
+}
+
+func (d *deployment) rawScrape(ctx context.Context, ip string, port int) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(port)) + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := d.c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return body, nil
+}

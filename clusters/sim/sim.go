@@ -1,0 +1,326 @@
+// Package sim is the embedded target: clusters.Cluster and
+// clusters.Deployment implemented in-process. The operator's admission,
+// rendering and status (package operator) drive a simulated kubelet (package
+// kubelet) whose Pods run the router and engine emulators as proc.Main
+// programs, each on its own loopback IP with the real ports (engines 8000,
+// routers 8081 and 9090).
+//
+// The sim is faithful, not convenient: argv, labels, selectors, phases and
+// conditions are the operator's; a router edit replaces the router Pod; a
+// crashing router shows RouterReady=False and CrashLoopBackOff. Times are
+// scaled down (see package kubelet).
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+)
+
+// Versions the sim reports for the simulated programs.
+const (
+	VLLMRouterVersion    = "vllm-router v0.1.15 (simulated)"
+	SGLangGatewayVersion = "sgl-model-gateway gateway-v0.3.1 (simulated)"
+)
+
+// ErrLLMDUnsupported is returned by Deploy for llm-d-router (after admission,
+// so llm-d admission rules still answer).
+var ErrLLMDUnsupported = errors.New("llm-d-router is not supported by the sim target yet")
+
+// EngineKnobs become the engines' SIM_ENGINE_* environment when set; a role's
+// own env entry of the same name wins.
+type EngineKnobs struct {
+	TTFT         time.Duration // SIM_ENGINE_TTFT
+	ITL          time.Duration // SIM_ENGINE_ITL
+	OutputTokens int           // SIM_ENGINE_OUTPUT_TOKENS
+	StartupDelay time.Duration // SIM_ENGINE_STARTUP_DELAY
+}
+
+func (k EngineKnobs) env() map[string]string {
+	out := map[string]string{}
+	if k.TTFT > 0 {
+		out["SIM_ENGINE_TTFT"] = k.TTFT.String()
+	}
+	if k.ITL > 0 {
+		out["SIM_ENGINE_ITL"] = k.ITL.String()
+	}
+	if k.OutputTokens > 0 {
+		out["SIM_ENGINE_OUTPUT_TOKENS"] = fmt.Sprint(k.OutputTokens)
+	}
+	if k.StartupDelay > 0 {
+		out["SIM_ENGINE_STARTUP_DELAY"] = k.StartupDelay.String()
+	}
+	return out
+}
+
+// Options configure a Cluster. Zero values take the documented defaults.
+type Options struct {
+	// Namespace names the namespace of a deployment that names none
+	// (default "sim-" and five random characters per deployment).
+	Namespace func() string
+	// Programs overrides the registered emulators field by field
+	// (default DefaultPrograms()).
+	Programs Programs
+	// Engine sets the engines' latency knobs for every deployment.
+	Engine EngineKnobs
+	// EngineVersions is what Describe reports per engine when a spec names
+	// no version (default vLLM 0.29.0, SGLang 0.5.18).
+	EngineVersions map[string]string
+	// Kubelet tunes back-off and carries the log and event sinks.
+	Kubelet kubelet.Options
+	// ProbePeriod paces the Pods' probes (default 50 ms; the operator's 10 s).
+	// The engines' startup probe allows 180 periods, as the operator's does.
+	ProbePeriod time.Duration
+	// ResyncPeriod is the controller's pass interval (default 50 ms).
+	ResyncPeriod time.Duration
+	// PreStopDelay is how long a deleted engine Pod keeps serving with its
+	// deletionTimestamp set, so routers drop it first (default 100 ms; the
+	// operator's drain hook waits about 5 s on an idle engine).
+	PreStopDelay time.Duration
+	// ServingValidity bounds the age of a router's endpoint view (default 2 s;
+	// the operator's 15 s).
+	ServingValidity time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Namespace == nil {
+		o.Namespace = func() string { return kubelet.GenerateName("sim-") }
+	}
+	o.Programs = o.Programs.merge(DefaultPrograms())
+	if o.EngineVersions == nil {
+		o.EngineVersions = map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}
+	}
+	if o.ProbePeriod <= 0 {
+		o.ProbePeriod = 50 * time.Millisecond
+	}
+	if o.ResyncPeriod <= 0 {
+		o.ResyncPeriod = 50 * time.Millisecond
+	}
+	if o.PreStopDelay <= 0 {
+		o.PreStopDelay = 100 * time.Millisecond
+	}
+	if o.ServingValidity <= 0 {
+		o.ServingValidity = 2 * time.Second
+	}
+	return o
+}
+
+// Cluster is the sim target. Create it with New and release it with Close.
+type Cluster struct {
+	opts Options
+	kube *kubelet.Kubelet
+	http *http.Client
+
+	mu          sync.Mutex
+	closed      bool
+	deployments map[string]*deployment // namespace/name
+	podOwner    map[string]*deployment // namespace/pod
+}
+
+var _ clusters.Cluster = (*Cluster)(nil)
+
+// New starts an empty sim cluster.
+func New(opts Options) *Cluster {
+	opts = opts.withDefaults()
+	c := &Cluster{
+		opts:        opts,
+		deployments: map[string]*deployment{},
+		podOwner:    map[string]*deployment{},
+	}
+	kopts := opts.Kubelet
+	userSink := kopts.EventSink
+	kopts.EventSink = func(e kubelet.Event) {
+		c.mu.Lock()
+		d := c.podOwner[e.Namespace+"/"+e.Pod]
+		c.mu.Unlock()
+		if d != nil {
+			d.record(e)
+		}
+		if userSink != nil {
+			userSink(e)
+		}
+	}
+	c.kube = kubelet.New(kopts)
+	c.http = &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			MaxIdleConnsPerHost: 4,
+			IdleConnTimeout:     2 * time.Second,
+		},
+	}
+	return c
+}
+
+// Kubelet exposes the simulated node, for tests and the CLI.
+func (c *Cluster) Kubelet() *kubelet.Kubelet { return c.kube }
+
+// Describe reports the sim's versions and which pairs it can run.
+func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
+	p := c.opts.Programs
+	env := clusters.Environment{
+		Target:          "sim",
+		OperatorVersion: "gpustack-operator (admission, rendering and status emulated by clusters/sim/operator)",
+		RouterImage: fmt.Sprintf("%s (simulated: %s, %s)", operator.DefaultRouterImage, VLLMRouterVersion,
+			SGLangGatewayVersion),
+		EngineImages: map[string]string{},
+		Notes: []string{
+			VLLMRouterVersion,
+			SGLangGatewayVersion,
+			"engines and routers are Go emulators on loopback addresses; there is no GPU",
+			"times are scaled: probes every " + c.opts.ProbePeriod.String() + ", restart back-off from " +
+				durationOr(c.opts.Kubelet.BackoffInitial, kubelet.DefaultBackoffInitial).String(),
+		},
+	}
+	for _, e := range slices.Sorted(maps.Keys(c.opts.EngineVersions)) {
+		v := c.opts.EngineVersions[e]
+		env.EngineImages[e] = operator.SynthesizedImage(e, v) + " (simulated)"
+		env.Notes = append(env.Notes, fmt.Sprintf("%s %s (simulated)", e, v))
+	}
+	for _, router := range api.Routers {
+		for _, engine := range api.Engines {
+			pair := clusters.Pair{Router: router, Engine: engine}
+			rm, rbin := p.router(router)
+			em, ebin := p.engine(engine)
+			switch {
+			case !slices.Contains(operator.RouterEngines[router], engine):
+				pair.Reason = operator.RouterEngineMismatch(router, engine)
+			case router == api.RouterLLMD:
+				pair.Reason = ErrLLMDUnsupported.Error()
+			case rm == nil:
+				pair.Reason = fmt.Sprintf("no %s program is registered in this build of the sim", rbin)
+			case em == nil:
+				pair.Reason = fmt.Sprintf("no %s program is registered in this build of the sim", ebin)
+			default:
+				pair.Supported = true
+			}
+			env.Pairs = append(env.Pairs, pair)
+		}
+	}
+	return env, ctx.Err()
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Deploy admits md as the operator would and starts reconciling it. An
+// admission refusal is a *clusters.AdmissionError and creates nothing.
+func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters.Deployment, error) {
+	if md == nil {
+		return nil, errors.New("deploy: no ModelDeployment given")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	md = operator.DeepCopy(md)
+	if md.APIVersion == "" {
+		md.APIVersion = api.APIVersion
+	}
+	if md.Kind == "" {
+		md.Kind = api.Kind
+	}
+	if md.Kind != api.Kind || (md.APIVersion != api.APIVersion && md.APIVersion != api.Group+"/v1") {
+		return nil, fmt.Errorf("deploy: the sim serves kind %s in %s (or %s/v1), not kind %q in %q",
+			api.Kind, api.APIVersion, api.Group, md.Kind, md.APIVersion)
+	}
+	if md.Metadata.Namespace == "" {
+		md.Metadata.Namespace = c.opts.Namespace()
+	}
+	md.Status = api.ModelDeploymentStatus{}
+	if err := operator.Admit(nil, md); err != nil {
+		return nil, err
+	}
+	operator.Default(md)
+	if err := c.runnable(md); err != nil {
+		return nil, err
+	}
+
+	key := md.Metadata.Namespace + "/" + md.Metadata.Name
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errors.New("deploy: the sim cluster is closed")
+	}
+	if _, exists := c.deployments[key]; exists {
+		return nil, fmt.Errorf("modeldeployments.%s %q already exists in namespace %q", api.Group,
+			md.Metadata.Name, md.Metadata.Namespace)
+	}
+	now := time.Now()
+	md.Metadata.UID = kubelet.NewUID()
+	md.Metadata.Generation = 1
+	md.Metadata.ResourceVersion = "1"
+	md.Metadata.CreationTimestamp = now.UTC().Format(time.RFC3339)
+	d := newDeployment(c, md)
+	c.deployments[key] = d
+	d.start()
+	return d, nil
+}
+
+// runnable refuses what the sim cannot run, after admission has passed.
+func (c *Cluster) runnable(md *api.ModelDeployment) error {
+	if md.Spec.Router != nil {
+		if md.Spec.Router.Name == api.RouterLLMD {
+			return ErrLLMDUnsupported
+		}
+		if m, bin := c.opts.Programs.router(md.Spec.Router.Name); m == nil {
+			return fmt.Errorf("sim target: no %s program is registered; set sim.Options.Programs", bin)
+		}
+	}
+	if m, prog := c.opts.Programs.engine(md.Spec.Engine.Name); m == nil {
+		return fmt.Errorf("sim target: no %q program is registered; set sim.Options.Programs", prog)
+	}
+	return nil
+}
+
+// Close deletes every deployment, stops every Pod and waits for them.
+func (c *Cluster) Close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	ds := slices.Collect(maps.Values(c.deployments))
+	c.mu.Unlock()
+	var errs []error
+	for _, d := range ds {
+		d.beginDelete()
+	}
+	for _, d := range ds {
+		if err := d.waitGone(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.kube.Stop(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	c.http.CloseIdleConnections()
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) forget(d *deployment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.deployments, d.key())
+	for k, owner := range c.podOwner {
+		if owner == d {
+			delete(c.podOwner, k)
+		}
+	}
+}
+
+func (c *Cluster) own(namespace, pod string, d *deployment) {
+	c.mu.Lock()
+	c.podOwner[namespace+"/"+pod] = d
+	c.mu.Unlock()
+}
