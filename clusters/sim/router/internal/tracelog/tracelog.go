@@ -137,3 +137,14 @@ func Strip(s string) string {
 	}
 	return b.String()
 }
+
+// Print writes one event whose message is already formatted.
+func (l *Logger) Print(lv Level, s Site, msg string) {
+	if l == nil || lv < l.min {
+		return
+	}
+	line := l.format(lv, s, msg)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = io.WriteString(l.w, line)
+}

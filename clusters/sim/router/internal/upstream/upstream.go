@@ -86,3 +86,51 @@ func IsTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }
+
+// Result is one upstream exchange.
+type Result struct {
+	// Err is set when the request could not be sent or its body not read
+	// (Status is then 0).
+	Err error
+	// ReadErr is true when Err happened while reading the body.
+	ReadErr bool
+	Status  int
+	Header  http.Header
+	// Body is the whole body, when it was buffered.
+	Body []byte
+	// Live is the response whose body is still to be relayed (streams the
+	// caller keeps); the caller must close Live.Body.
+	Live *http.Response
+}
+
+// Send POSTs (or sends method) body to url with hdr. A non-stream answer is
+// buffered whole; a stream answer is buffered only when buffer(status) says
+// so (the router is going to retry it), else handed back live.
+func Send(ctx context.Context, client *http.Client, method, url string, body []byte, hdr http.Header, stream bool, buffer func(status int) bool) Result {
+	var rd io.Reader
+	if body != nil {
+		rd = strings.NewReader(string(body))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return Result{Err: err}
+	}
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if stream && (buffer == nil || !buffer(resp.StatusCode)) {
+		return Result{Status: resp.StatusCode, Header: resp.Header, Live: resp}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Result{Err: err, ReadErr: true, Status: resp.StatusCode, Header: resp.Header}
+	}
+	return Result{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}

@@ -1,0 +1,555 @@
+package vllmrouter
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/observer"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/reqid"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routetext"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
+)
+
+// errNoWorkers is VR's 503 body when no worker can be selected.
+const errNoWorkers = "No available workers (all circuits open or unhealthy)"
+
+// handler is build_app: protected generation routes, public and admin
+// routes, the operator's observer view, and the transparent-proxy fallback,
+// under the request-id layer.
+func (rt *router) handler() http.Handler {
+	mux := http.NewServeMux()
+	post := func(path string, h http.HandlerFunc) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				w.Header().Set("Allow", "POST")
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
+			h(w, r)
+		})
+	}
+	get := func(path string, h http.HandlerFunc) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET,HEAD")
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
+			h(w, r)
+		})
+	}
+	post("/generate", rt.typed("/generate", routetext.VRGenerate))
+	post("/v1/chat/completions", rt.typed("/v1/chat/completions", routetext.VRChat))
+	post("/v1/completions", rt.typed("/v1/completions", func(b map[string]any) string { return routetext.VRPrompt(b["prompt"]) }))
+	post("/v1/responses", rt.typed("/v1/responses", func(b map[string]any) string { return routetext.VRPrompt(b["input"]) }))
+	post("/v1/embeddings", rt.typed("/v1/embeddings", func(b map[string]any) string { return routetext.VRPrompt(b["input"]) }))
+	post("/rerank", rt.typed("/v1/rerank", func(b map[string]any) string { s, _ := b["query"].(string); return s }))
+	post("/v1/rerank", rt.typed("/v1/rerank", func(b map[string]any) string { s, _ := b["query"].(string); return s }))
+
+	get("/liveness", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "OK") })
+	get("/health", rt.health)
+	get("/readiness", rt.readiness)
+	get("/health_generate", rt.proxyFirst("health_generate"))
+	get("/v1/models", rt.proxyFirst("v1/models"))
+	get("/get_model_info", rt.proxyFirst("get_model_info"))
+	get("/get_server_info", rt.proxyFirst("get_server_info"))
+	get("/list_workers", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"urls": nonNil(rt.reg.URLs())})
+	})
+	get("/get_loads", rt.getLoads)
+	post("/add_worker", rt.addWorker)
+	post("/remove_worker", rt.removeWorker)
+	get(observer.Path, observer.Handler(rt.boot, rt.observe).ServeHTTP)
+	mux.HandleFunc("/", rt.transparentProxy)
+
+	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > int64(rt.cfg.maxPayload) {
+			text(w, http.StatusRequestEntityTooLarge, "length limit exceeded")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, int64(rt.cfg.maxPayload))
+		mux.ServeHTTP(w, r)
+	})
+	return reqid.Middleware(rt.cfg.requestIDs, false, limited)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func text(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+// orderedJSON writes keys in the given order (serde_json's preserve_order).
+type kv struct {
+	k string
+	v any
+}
+
+func writeOrdered(w http.ResponseWriter, status int, pairs ...kv) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range pairs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(p.k)
+		vb, _ := json.Marshal(p.v)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func (rt *router) health(w http.ResponseWriter, r *http.Request) {
+	var bad []string
+	for _, wk := range rt.reg.All() {
+		if !wk.Healthy() {
+			bad = append(bad, wk.URL())
+		}
+	}
+	if len(bad) == 0 {
+		text(w, http.StatusOK, "All servers healthy")
+		return
+	}
+	text(w, http.StatusServiceUnavailable, "Unhealthy servers: "+rustfmt.StrVec(bad))
+}
+
+func (rt *router) readiness(w http.ResponseWriter, r *http.Request) {
+	all := rt.reg.All()
+	healthy := 0
+	for _, wk := range all {
+		if wk.Healthy() {
+			healthy++
+		}
+	}
+	if healthy > 0 {
+		writeOrdered(w, http.StatusOK, kv{"status", "ready"}, kv{"healthy_workers", healthy}, kv{"total_workers", len(all)})
+		return
+	}
+	writeOrdered(w, http.StatusServiceUnavailable, kv{"status", "not_ready"}, kv{"reason", "no healthy workers available"}, kv{"total_workers", len(all)})
+}
+
+// forwardHeaders are the client headers VR passes on: all of them but
+// Content-Type/Content-Length (reqwest's .json() sets those) and the trace
+// headers (a fresh context is injected instead).
+func forwardHeaders(in http.Header) http.Header {
+	out := http.Header{}
+	for k, vs := range in {
+		switch strings.ToLower(k) {
+		case "content-type", "content-length", "traceparent", "tracestate", "baggage":
+			continue
+		}
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// proxyFirst is proxy_get_request: GET the path from the first worker in
+// registry order and answer with its status, headers and body.
+func (rt *router) proxyFirst(path string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		all := rt.reg.All()
+		if len(all) == 0 {
+			text(w, http.StatusServiceUnavailable, "No workers are available")
+			return
+		}
+		res := upstream.Send(r.Context(), rt.client, http.MethodGet, all[0].URL()+"/"+path, nil, forwardHeaders(r.Header), false, nil)
+		if res.Err != nil {
+			if res.ReadErr {
+				text(w, http.StatusInternalServerError, "Failed to read response: "+res.Err.Error())
+				return
+			}
+			text(w, http.StatusInternalServerError, "Request failed: "+res.Err.Error())
+			return
+		}
+		upstream.CopyResponseHeaders(w.Header(), res.Header)
+		w.Header().Set("Content-Length", strconv.Itoa(len(res.Body)))
+		w.WriteHeader(res.Status)
+		_, _ = w.Write(res.Body)
+	}
+}
+
+// getLoads polls every worker's /get_load ("load" field; -1 when it fails).
+func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
+	type entry struct {
+		Worker string `json:"worker"`
+		Load   int64  `json:"load"`
+	}
+	list := []entry{}
+	for _, u := range rt.reg.URLs() {
+		load := int64(-1)
+		res := upstream.Send(r.Context(), rt.client, http.MethodGet, u+"/get_load", nil, nil, false, nil)
+		if res.Err == nil && res.Status/100 == 2 {
+			var v struct {
+				Load *int64 `json:"load"`
+			}
+			if json.Unmarshal(res.Body, &v) == nil && v.Load != nil {
+				load = *v.Load
+			}
+		}
+		list = append(list, entry{u, load})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workers": list})
+}
+
+func (rt *router) addWorker(w http.ResponseWriter, r *http.Request) {
+	u := r.URL.Query().Get("url")
+	if u == "" {
+		text(w, http.StatusBadRequest, "Worker URL required. Provide 'url' query parameter")
+		return
+	}
+	if rt.reg.Get(u) != nil {
+		text(w, http.StatusBadRequest, "Worker "+u+" already exists")
+		return
+	}
+	if !workers.Probe(r.Context(), rt.probe, u+"/health", secs(rt.cfg.startupTimeout)) {
+		text(w, http.StatusBadRequest, fmt.Sprintf("Timeout %ds waiting for worker %s to become healthy", rt.cfg.startupTimeout, u))
+		return
+	}
+	rt.admit(u, 0, workers.Regular, "", "", nil)
+	text(w, http.StatusOK, "Successfully added worker: "+u)
+}
+
+func (rt *router) removeWorker(w http.ResponseWriter, r *http.Request) {
+	u := r.URL.Query().Get("url")
+	if u == "" {
+		text(w, http.StatusBadRequest, "Worker URL required. Provide 'url' query parameter")
+		return
+	}
+	rt.remove(u)
+	text(w, http.StatusOK, "Successfully removed worker: "+u)
+}
+
+// observe builds the operator's /observer/endpoints view: registered
+// workers, then the discovered ones still waiting for their health gate.
+func (rt *router) observe() (uint64, []observer.Worker) {
+	var out []observer.Worker
+	for _, wk := range rt.reg.All() {
+		open := wk.CircuitOpen()
+		out = append(out, observer.Worker{
+			URL: wk.URL(), Port: wk.Port(), Role: string(wk.Role()), PodHint: wk.PodName, WorkerID: wk.ID,
+			Selection: observer.Selection{Registered: true, Healthy: wk.Healthy(), CircuitOpen: open, InSelection: wk.Healthy() && !open},
+		})
+	}
+	rt.mu.Lock()
+	for _, t := range rt.pending {
+		if rt.reg.Get(t.URL) != nil {
+			continue
+		}
+		out = append(out, observer.Worker{URL: t.URL, Port: t.Port, Role: string(t.Role), PodHint: t.Pod.Name})
+	}
+	rt.mu.Unlock()
+	return rt.reg.Revision(), out
+}
+
+// readJSON reads and decodes a JSON object body the way axum's Json
+// extractor answers: 415 without a JSON content type, 413 over the payload
+// limit, 400 for a syntax error, 422 for a body of the wrong shape.
+func readJSON(w http.ResponseWriter, r *http.Request, required ...string) ([]byte, map[string]any, bool) {
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	if !strings.HasPrefix(ct, "application/json") && !strings.Contains(ct, "+json") {
+		text(w, http.StatusUnsupportedMediaType, "Expected request with `Content-Type: application/json`")
+		return nil, nil, false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
+			return nil, nil, false
+		}
+		text(w, http.StatusBadRequest, "Failed to buffer the request body: "+err.Error())
+		return nil, nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		text(w, http.StatusBadRequest, "Failed to parse the request body as JSON: "+err.Error())
+		return nil, nil, false
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: expected a JSON object")
+		return nil, nil, false
+	}
+	for _, f := range required {
+		if _, ok := obj[f]; !ok {
+			text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: missing field `"+f+"`")
+			return nil, nil, false
+		}
+	}
+	return body, obj, true
+}
+
+// outcome is one attempt's answer.
+type outcome struct {
+	status int
+	header http.Header
+	body   []byte
+	// routerMade marks a plain-text answer the router wrote itself.
+	routerMade bool
+	live       *http.Response
+	onChunk    func([]byte)
+	done       func()
+}
+
+func routerText(status int, msg string) outcome {
+	return outcome{status: status, body: []byte(msg), routerMade: true}
+}
+
+func (rt *router) available(role workers.Role) []*workers.Worker {
+	var out []*workers.Worker
+	for _, w := range rt.reg.All() {
+		if w.Role() == role && w.Available() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func asPolicyWorkers(ws []*workers.Worker) []policy.Worker {
+	out := make([]policy.Worker, len(ws))
+	for i, w := range ws {
+		out[i] = w
+	}
+	return out
+}
+
+// recordOutcome feeds the circuit breaker (client errors are not worker
+// failures) and its series.
+func (rt *router) recordOutcome(w *workers.Worker, status int) {
+	ok := status/100 == 2 || status/100 == 4
+	from, to, changed := w.RecordOutcome(ok)
+	outcome := "failure"
+	if ok {
+		outcome = "success"
+	}
+	rt.m.cbOutcomes.WithLabelValues(w.URL(), outcome).Inc()
+	if changed {
+		rt.m.cbTransitions.WithLabelValues(w.URL(), from.String(), to.String()).Inc()
+		rt.m.cbState.WithLabelValues(w.URL()).Set(float64(to))
+		rt.reg.Bump()
+	}
+}
+
+// typed is route_typed_request for one generation route.
+func (rt *router) typed(route string, textOf func(map[string]any) string) http.HandlerFunc {
+	var required []string
+	switch route {
+	case "/v1/chat/completions":
+		required = []string{"messages"}
+	case "/v1/completions":
+		required = []string{"prompt"}
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, obj, ok := readJSON(w, r, required...)
+		if !ok {
+			return
+		}
+		stream, _ := obj["stream"].(bool)
+		if rt.cfg.pd {
+			rt.routePD(w, r, route, body, obj, stream)
+			return
+		}
+		start := time.Now()
+		hdr := forwardHeaders(r.Header)
+		hdr.Set("Content-Type", "application/json")
+		txt := textOf(obj)
+		out := retry.Do(r.Context(), rt.retryCfg,
+			func(uint32) outcome { return rt.attempt(r, route, body, hdr, txt, stream) },
+			func(o outcome) bool { return retry.Retryable(o.status) },
+			func(d time.Duration, next uint32) {
+				rt.m.retries.WithLabelValues(route).Inc()
+				rt.m.backoff(d, next)
+			},
+			func() { rt.m.retriesExhausted.WithLabelValues(route).Inc() })
+		if out.status/100 == 2 {
+			rt.m.requests.WithLabelValues(route).Inc()
+			rt.m.generateDuration.Observe(time.Since(start).Seconds())
+		} else if !retry.Retryable(out.status) {
+			rt.m.requestErrors.WithLabelValues(route, "non_retryable_error").Inc()
+		}
+		writeOutcome(w, out, stream)
+	}
+}
+
+// attempt is one pass of the retry loop: select (re-running the policy),
+// count load under cache_aware, send.
+func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.Header, txt string, stream bool) outcome {
+	avail := rt.available(workers.Regular)
+	if len(avail) == 0 {
+		rt.m.requestErrors.WithLabelValues(route, "no_available_workers").Inc()
+		return routerText(http.StatusServiceUnavailable, errNoWorkers)
+	}
+	d := rt.pol.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header})
+	if d.Index < 0 || d.Index >= len(avail) {
+		rt.m.requestErrors.WithLabelValues(route, "no_available_workers").Inc()
+		return routerText(http.StatusServiceUnavailable, errNoWorkers)
+	}
+	if d.Imbalanced {
+		rt.m.lbEvents.Inc()
+		rt.m.maxLoad.Set(float64(d.MaxLoad))
+		rt.m.minLoad.Set(float64(d.MinLoad))
+	}
+	wk := avail[d.Index]
+	if d.Record {
+		rt.m.pick(rt.pol.Name(), wk.URL())
+	}
+	counted := rt.pol.Name() == policy.CacheAware
+	if counted {
+		rt.m.running.WithLabelValues(wk.URL()).Set(float64(wk.IncLoad()))
+	}
+	dec := func() {
+		if counted {
+			rt.m.running.WithLabelValues(wk.URL()).Set(float64(wk.DecLoad()))
+		}
+	}
+	res := upstream.Send(r.Context(), rt.client, http.MethodPost, wk.URL()+route, body, hdr, stream, retry.Retryable)
+	var out outcome
+	switch {
+	case res.Err != nil:
+		dec()
+		if res.ReadErr {
+			out = routerText(http.StatusInternalServerError, "Failed to get response body: "+res.Err.Error())
+		} else {
+			out = routerText(http.StatusInternalServerError, "Request failed: "+res.Err.Error())
+		}
+	case res.Live != nil:
+		out = outcome{status: res.Status, header: res.Header, live: res.Live}
+		if counted {
+			var once sync.Once
+			out.onChunk = func(b []byte) {
+				if bytes.Contains(b, []byte("data: [DONE]")) {
+					once.Do(dec)
+				}
+			}
+			out.done = func() { once.Do(dec) }
+		}
+	default:
+		out = outcome{status: res.Status, header: res.Header, body: res.Body}
+		// The body was read: send_typed_request decrements here (for a
+		// retried stream, its forwarder decrements when dropped).
+		dec()
+	}
+	rt.recordOutcome(wk, out.status)
+	if retry.Retryable(out.status) {
+		// route_typed_request decrements again for retryable statuses (a
+		// second, saturating decrement, as in the source read).
+		dec()
+	}
+	return out
+}
+
+// writeOutcome answers the client: buffered bodies whole, streams relayed
+// chunk by chunk with Content-Type forced to text/event-stream.
+func writeOutcome(w http.ResponseWriter, o outcome, stream bool) {
+	h := w.Header()
+	if o.live != nil {
+		defer o.live.Body.Close()
+		upstream.CopyResponseHeaders(h, o.live.Header)
+		h.Del("Content-Length")
+		h.Set("Content-Type", "text/event-stream")
+		w.WriteHeader(o.status)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		_ = upstream.Relay(w, o.live.Body, o.onChunk)
+		if o.done != nil {
+			o.done()
+		}
+		return
+	}
+	if o.routerMade {
+		text(w, o.status, string(o.body))
+		return
+	}
+	upstream.CopyResponseHeaders(h, o.header)
+	if stream {
+		h.Set("Content-Type", "text/event-stream")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(o.body)))
+	w.WriteHeader(o.status)
+	_, _ = w.Write(o.body)
+}
+
+// transparentProxy is the fallback: any other path goes to a worker the
+// policy selects (text ""), method, query, headers and body unchanged, and
+// the answer is relayed as it comes.
+func (rt *router) transparentProxy(w http.ResponseWriter, r *http.Request) {
+	avail := rt.available(workers.Regular)
+	if len(avail) == 0 {
+		text(w, http.StatusServiceUnavailable, errNoWorkers)
+		return
+	}
+	d := rt.pol.Select(asPolicyWorkers(avail), policy.Request{Headers: r.Header})
+	if d.Index < 0 || d.Index >= len(avail) {
+		text(w, http.StatusServiceUnavailable, errNoWorkers)
+		return
+	}
+	wk := avail[d.Index]
+	if d.Record {
+		rt.m.pick(rt.pol.Name(), wk.URL())
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
+		return
+	}
+	hdr := http.Header{}
+	for k, vs := range r.Header {
+		switch strings.ToLower(k) {
+		case "content-length", "traceparent", "tracestate", "baggage":
+			continue
+		}
+		hdr[k] = vs
+	}
+	target := wk.URL() + r.URL.Path
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	var rd []byte
+	if len(body) > 0 {
+		rd = body
+	}
+	res := upstream.Send(r.Context(), rt.client, r.Method, target, rd, hdr, true, nil)
+	if res.Err != nil {
+		text(w, http.StatusBadGateway, "Failed to forward request: "+res.Err.Error())
+		return
+	}
+	defer res.Live.Body.Close()
+	upstream.CopyResponseHeaders(w.Header(), res.Header)
+	w.WriteHeader(res.Status)
+	_ = upstream.Relay(w, res.Live.Body, nil)
+}

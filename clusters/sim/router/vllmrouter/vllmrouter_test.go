@@ -1,0 +1,551 @@
+package vllmrouter
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routertest"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const ns = "ns"
+
+var selector = map[string]string{"app.kubernetes.io/instance": "md"}
+
+// fleet starts n engines on one port, each on its own loopback IP, with
+// Pods in the watcher.
+func fleet(t *testing.T, n int, pods *routertest.Pods) []*routertest.Engine {
+	t.Helper()
+	var es []*routertest.Engine
+	port := 0
+	for i := 0; i < n; i++ {
+		e := routertest.StartEngine(t, fmt.Sprintf("w%d", i), "", port, "m")
+		port = e.Port
+		es = append(es, e)
+		if pods != nil {
+			pods.Put(routertest.EnginePod(ns, fmt.Sprintf("md-server-%d", i), e, map[string]string{"app.kubernetes.io/instance": "md"}))
+		}
+	}
+	return es
+}
+
+// operatorArgs is the argv gpustack-operator renders for vllm-router.
+func operatorArgs(enginePort int, extra ...string) []string {
+	a := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
+		"--service-discovery", "--service-discovery-namespace=" + ns, "--service-discovery-port=" + strconv.Itoa(enginePort),
+		"--selector", "app.kubernetes.io/instance=md"}
+	return append(a, extra...)
+}
+
+// startVR runs the router over the engines and waits until all are in
+// selection.
+func startVR(t *testing.T, es []*routertest.Engine, pods *routertest.Pods, extra ...string) *routertest.Router {
+	t.Helper()
+	r := routertest.Start(t, Main, operatorArgs(es[0].Port, extra...), map[string]string{"SIM_ROUTER_SEED": "7"}, pods)
+	r.WaitReady(t, "/liveness", 5*time.Second)
+	routertest.Eventually(t, 5*time.Second, func() bool {
+		var l struct{ URLs []string }
+		_, _, b := routertest.Get(t, r.Base()+"/list_workers")
+		_ = json.Unmarshal(b, &l)
+		return len(l.URLs) == len(es)
+	}, "workers never registered; stdout:\n%s", r.Stdout)
+	return r
+}
+
+func logs(r *routertest.Router) string { return tracelog.Strip(r.Stdout.String()) }
+
+func TestVRBannerDefaultCacheAware(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 1, pods)
+	r := startVR(t, es, pods)
+	out := logs(r)
+	want := fmt.Sprintf("Starting router on 0.0.0.0:%d | mode: Regular { worker_urls: [] } | policy: CacheAware { cache_threshold: 0.3, balance_abs_threshold: 64, balance_rel_threshold: 1.5, eviction_interval_secs: 120, max_tree_size: 67108864 } | kv_connector: Nixl | max_payload: 512MB", r.Port)
+	if !strings.Contains(out, want) {
+		t.Fatalf("banner missing %q in:\n%s", want, out)
+	}
+	// tracing full format with ANSI around level and target, UTC time.
+	raw := r.Stdout.String()
+	re := regexp.MustCompile(`\x1b\[2m\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\x1b\[0m \x1b\[32m INFO\x1b\[0m \x1b\[2mvllm_router_rs::server\x1b\[0m\x1b\[2m:\x1b\[0m \x1b\[2msrc/server\.rs\x1b\[0m\x1b\[2m:\x1b\[0m\x1b\[2m\d+:\x1b\[0m Starting router on `)
+	if !re.MatchString(raw) {
+		t.Fatalf("banner line not in tracing full format with ANSI:\n%q", raw)
+	}
+	for _, line := range []string{
+		"DEBUG: Main function started",
+		"VLLM Router starting...",
+		fmt.Sprintf("Host: 0.0.0.0:%d", r.Port),
+		"Mode: Regular (vllm)",
+		"Policy: cache_aware",
+		"Single router mode (enable_igw=false)",
+		"Service discovery started",
+		"Router ready | workers: []",
+		fmt.Sprintf("Starting server on 0.0.0.0:%d", r.Port),
+		fmt.Sprintf("Adding pod: md-server-0 | type: Some(Regular) | url: %s", es[0].URL()),
+		"Initializing workers for cache-aware policy: " + es[0].URL(),
+		"Creating tree for model key: 'default' with 1 workers",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("missing %q", line)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s", out)
+	}
+}
+
+func TestVRBannerRoundRobinMooncakeAndFloats(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 1, pods)
+	r := startVR(t, es, pods, "--policy", "round_robin", "--kv-connector=mooncake")
+	out := logs(r)
+	if !strings.Contains(out, "| policy: RoundRobin | kv_connector: Mooncake | max_payload: 512MB") || !strings.Contains(out, "\nPolicy: round_robin\n") {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	r2 := startVR(t, es, pods, "--cache-threshold", "1", "--balance-rel-threshold=2", "--max-payload-size=1048576")
+	if want := "policy: CacheAware { cache_threshold: 1.0, balance_abs_threshold: 64, balance_rel_threshold: 2.0,"; !strings.Contains(logs(r2), want) || !strings.Contains(logs(r2), "max_payload: 1MB") {
+		t.Fatalf("want %q in\n%s", want, logs(r2))
+	}
+}
+
+func TestBadPolicyExits2WithClapTextAndTip(t *testing.T) {
+	r := routertest.Start(t, Main, operatorArgs(8000, "--policy", "roundrobin"), nil, routertest.NewPods())
+	if code := r.Wait(t, 5*time.Second); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	want := "error: invalid value 'roundrobin' for '--policy <POLICY>'\n" +
+		"  [possible values: random, round_robin, cache_aware, power_of_two, consistent_hash, rendezvous_hash]\n\n" +
+		"  tip: a similar value exists: 'round_robin'\n\n" +
+		"For more information, try '--help'.\n"
+	if r.Stderr.String() != want {
+		t.Fatalf("stderr %q", r.Stderr.String())
+	}
+	// Only main's DEBUG println lines come before clap's check.
+	if out := r.Stdout.String(); !strings.HasPrefix(out, "DEBUG: Main function started\n") || strings.Contains(out, "VLLM Router starting") {
+		t.Fatalf("stdout %q", out)
+	}
+}
+
+func TestPolicyValidOnlyOnOtherRouterRefused(t *testing.T) {
+	for _, p := range []string{"prefix_hash", "manual"} {
+		r := routertest.Start(t, Main, operatorArgs(8000, "--policy="+p), nil, routertest.NewPods())
+		if code := r.Wait(t, 5*time.Second); code != 2 || !strings.HasPrefix(r.Stderr.String(), "error: invalid value '"+p+"' for '--policy <POLICY>'\n") {
+			t.Fatalf("%s: exit %d stderr %q", p, code, r.Stderr.String())
+		}
+	}
+}
+
+func TestVRTwiceGivenScalarExits2(t *testing.T) {
+	r := routertest.Start(t, Main, operatorArgs(8000, "--request-timeout-secs=5", "--request-timeout-secs=6"), nil, routertest.NewPods())
+	if code := r.Wait(t, 5*time.Second); code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	want := "error: the argument '--request-timeout-secs <REQUEST_TIMEOUT_SECS>' cannot be used multiple times\n\nUsage: vllm-router [OPTIONS]\n\nFor more information, try '--help'.\n"
+	if r.Stderr.String() != want {
+		t.Fatalf("stderr %q", r.Stderr.String())
+	}
+}
+
+func TestVRChatRoutesOnEmptyTextSoSerialGoesToOneWorker(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 2, pods)
+	r := startVR(t, es, pods)
+	for i := 0; i < 20; i++ {
+		// Different prompts: the routing text is still "" for all.
+		st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", fmt.Sprintf("prompt %d %s", i, strings.Repeat("x", i)), i%2 == 0), nil)
+		if st != 200 {
+			t.Fatalf("status %d %s", st, b)
+		}
+	}
+	a, b := es[0].Generations(), es[1].Generations()
+	if !(a == 20 && b == 0 || a == 0 && b == 20) {
+		t.Fatalf("split %d/%d, want 20/0 or 0/20", a, b)
+	}
+}
+
+func TestVRCompletionsPrefixAffinity(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 2, pods)
+	r := startVR(t, es, pods)
+	base := strings.Repeat("shared prefix ", 20)
+	for i := 0; i < 10; i++ {
+		st, _, _ := routertest.Post(t, r.Base()+"/v1/completions", fmt.Sprintf(`{"model":"m","prompt":%q}`, base+strconv.Itoa(i)), nil)
+		if st != 200 {
+			t.Fatalf("status %d", st)
+		}
+	}
+	if a, b := es[0].Generations(), es[1].Generations(); a+b != 10 || (a != 10 && b != 10) {
+		t.Fatalf("split %d/%d", a, b)
+	}
+}
+
+func TestRoundRobin120Gives60And60WithDecisionMetrics(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 2, pods)
+	r := startVR(t, es, pods, "--policy", "round_robin")
+	for i := 0; i < 120; i++ {
+		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil); st != 200 {
+			t.Fatalf("status %d %s", st, b)
+		}
+	}
+	if a, b := es[0].Generations(), es[1].Generations(); a != 60 || b != 60 {
+		t.Fatalf("split %d/%d", a, b)
+	}
+	mfs := r.Metrics(t)
+	for _, e := range es {
+		if v, _ := routertest.Value(mfs, "vllm_router_policy_decisions_total", map[string]string{"policy": "round_robin", "worker": e.URL()}); v != 60 {
+			t.Errorf("decisions for %s = %v", e.URL(), v)
+		}
+		if v, _ := routertest.Value(mfs, "vllm_router_processed_requests_total", map[string]string{"worker": e.URL()}); v != 60 {
+			t.Errorf("processed for %s = %v", e.URL(), v)
+		}
+	}
+	if v, _ := routertest.Value(mfs, "vllm_router_requests_total", map[string]string{"route": "/v1/chat/completions"}); v != 120 {
+		t.Errorf("requests_total %v", v)
+	}
+	if _, ok := mfs["vllm_router_running_requests"]; ok {
+		t.Errorf("running_requests exists under round_robin")
+	}
+	if mfs["vllm_router_policy_decisions_total"].GetHelp() != "Total routing policy decisions by policy and worker" {
+		t.Errorf("help %q", mfs["vllm_router_policy_decisions_total"].GetHelp())
+	}
+}
+
+func TestVRRunningRequestsOnlyUnderCacheAware(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 2, pods)
+	r := startVR(t, es, pods)
+	release := es[0].Hold()
+	release2 := es[1].Hold()
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+		}()
+	}
+	// Two concurrent chats under cache_aware go to different workers (least
+	// in flight), and running_requests shows 1 on each.
+	routertest.Eventually(t, 5*time.Second, func() bool { return es[0].InFlight() == 1 && es[1].InFlight() == 1 }, "not spread: %d/%d", es[0].InFlight(), es[1].InFlight())
+	mfs := r.Metrics(t)
+	for _, e := range es {
+		if v, ok := routertest.Value(mfs, "vllm_router_running_requests", map[string]string{"worker": e.URL()}); !ok || v != 1 {
+			t.Errorf("running for %s = %v (%v)", e.URL(), v, ok)
+		}
+	}
+	release()
+	release2()
+	wg.Wait()
+	mfs = r.Metrics(t)
+	if v, _ := routertest.Value(mfs, "vllm_router_running_requests", nil); v != 0 {
+		t.Errorf("running after completion %v", v)
+	}
+}
+
+func TestRetriesRerunPolicyAndRecordMetrics(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 2, pods)
+	r := startVR(t, es, pods, "--policy=round_robin", "--retry-initial-backoff-ms=1", "--retry-max-backoff-ms=2")
+	// Every answer fails with 503: 5 attempts, alternating workers.
+	es[0].FailNext(100, 503)
+	es[1].FailNext(100, 503)
+	st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+	if st != 503 || !strings.Contains(string(b), "injected failure") {
+		t.Fatalf("status %d body %s", st, b)
+	}
+	if a, b := es[0].Generations(), es[1].Generations(); a+b != 5 || a < 2 || b < 2 {
+		t.Fatalf("attempts %d/%d, want 5 alternating", a, b)
+	}
+	mfs := r.Metrics(t)
+	if v, _ := routertest.Value(mfs, "vllm_router_retries_total", map[string]string{"route": "/v1/chat/completions"}); v != 4 {
+		t.Errorf("retries_total %v", v)
+	}
+	if v, _ := routertest.Value(mfs, "vllm_router_retries_exhausted_total", nil); v != 1 {
+		t.Errorf("exhausted %v", v)
+	}
+	if v, _ := routertest.Value(mfs, "vllm_router_policy_decisions_total", nil); v != 5 {
+		t.Errorf("decisions %v", v)
+	}
+	if _, ok := mfs["vllm_router_requests_total"]; ok {
+		t.Errorf("requests_total recorded for a failure")
+	}
+	// --disable-retries: one attempt only.
+	r2 := startVR(t, es, pods, "--policy=round_robin", "--disable-retries")
+	before := es[0].Generations() + es[1].Generations()
+	if st, _, _ := routertest.Post(t, r2.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil); st != 503 {
+		t.Fatalf("status %d", st)
+	}
+	if n := es[0].Generations() + es[1].Generations() - before; n != 1 {
+		t.Fatalf("attempts with --disable-retries: %d", n)
+	}
+}
+
+func TestStreamingRelayedUnchanged(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 1, pods)
+	r := startVR(t, es, pods)
+	st, h, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", true), nil)
+	if st != 200 || h.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d content-type %q", st, h.Get("Content-Type"))
+	}
+	if want := strings.Join(routertest.StreamChunks("w0"), ""); string(b) != want {
+		t.Fatalf("body %q want %q", b, want)
+	}
+	if h.Get("X-Upstream-Only") != "1" {
+		t.Fatalf("upstream headers not copied: %v", h)
+	}
+}
+
+var idRe = regexp.MustCompile(`^chatcmpl-[A-Za-z0-9]{24}$`)
+
+func TestRequestIDHeaderAlwaysSet(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 1, pods)
+	r := startVR(t, es, pods)
+	_, h, _ := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+	if !idRe.MatchString(h.Get("x-request-id")) {
+		t.Fatalf("generated id %q", h.Get("x-request-id"))
+	}
+	// Not added upstream.
+	if es[0].LastHeaders().Get("x-request-id") != "" {
+		t.Fatalf("generated id forwarded upstream")
+	}
+	_, h, _ = routertest.Post(t, r.Base()+"/v1/completions", `{"prompt":"x"}`, map[string]string{"X-Correlation-Id": "corr-1"})
+	if h.Get("x-request-id") != "corr-1" {
+		t.Fatalf("id %q", h.Get("x-request-id"))
+	}
+	_, h, _ = routertest.Get(t, r.Base()+"/liveness")
+	if !regexp.MustCompile(`^req-[A-Za-z0-9]{24}$`).MatchString(h.Get("x-request-id")) {
+		t.Fatalf("liveness id %q", h.Get("x-request-id"))
+	}
+	// Error answers carry it too.
+	resp, err := http.Post(r.Base()+"/v1/chat/completions", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 415 || resp.Header.Get("x-request-id") == "" {
+		t.Fatalf("415 answer: %d %q", resp.StatusCode, resp.Header.Get("x-request-id"))
+	}
+}
+
+func TestVRForwardsAllHeadersButContentAndTrace(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 1, pods)
+	r := startVR(t, es, pods)
+	routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false),
+		map[string]string{"X-Custom": "c", "Authorization": "Bearer k", "traceparent": "00-abc-def-01"})
+	h := es[0].LastHeaders()
+	if h.Get("X-Custom") != "c" || h.Get("Authorization") != "Bearer k" || h.Get("traceparent") != "" {
+		t.Fatalf("forwarded headers %v", h)
+	}
+}
+
+func TestVRNoWorkers503PlainText(t *testing.T) {
+	r := routertest.Start(t, Main, operatorArgs(8000, "--retry-max-retries=2", "--retry-initial-backoff-ms=1"), nil, routertest.NewPods())
+	r.WaitReady(t, "/liveness", 5*time.Second)
+	st, h, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+	if st != 503 || string(b) != "No available workers (all circuits open or unhealthy)" || !strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
+		t.Fatalf("%d %q %q", st, b, h.Get("Content-Type"))
+	}
+	if v, _ := routertest.Value(r.Metrics(t), "vllm_router_request_errors_total", map[string]string{"error_type": "no_available_workers"}); v != 2 {
+		t.Fatalf("errors %v", v)
+	}
+	st, _, b = routertest.Get(t, r.Base()+"/readiness")
+	if st != 503 || string(b) != `{"status":"not_ready","reason":"no healthy workers available","total_workers":0}` {
+		t.Fatalf("readiness %d %s", st, b)
+	}
+	if st, _, b := routertest.Get(t, r.Base()+"/health"); st != 200 || string(b) != "All servers healthy" {
+		t.Fatalf("health %d %s", st, b)
+	}
+}
+
+func TestVRPublicRoutesAndFallbackProxy(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 2, pods)
+	r := startVR(t, es, pods)
+	st, _, b := routertest.Get(t, r.Base()+"/readiness")
+	if st != 200 || string(b) != `{"status":"ready","healthy_workers":2,"total_workers":2}` {
+		t.Fatalf("readiness %d %s", st, b)
+	}
+	st, _, b = routertest.Get(t, r.Base()+"/v1/models")
+	if st != 200 || !strings.Contains(string(b), `"owned_by":"vllm"`) {
+		t.Fatalf("models %d %s", st, b)
+	}
+	if es[0].Count("/v1/models")+es[1].Count("/v1/models") != 1 {
+		t.Fatalf("models not proxied to one worker")
+	}
+	st, _, b = routertest.Get(t, r.Base()+"/tokenize/extra?x=1")
+	if st != 200 || !strings.Contains(string(b), `"path":"/tokenize/extra"`) || !strings.Contains(string(b), `"query":"x=1"`) {
+		t.Fatalf("fallback %d %s", st, b)
+	}
+	st, _, b = routertest.Get(t, r.Base()+"/liveness")
+	if st != 200 || string(b) != "OK" {
+		t.Fatalf("liveness %d %s", st, b)
+	}
+}
+
+func TestDiscoveryAddsWorkerOnlyAfterHealth(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 1, nil)
+	es[0].SetHealthy(false)
+	pods.Put(routertest.EnginePod(ns, "md-server-0", es[0], selector))
+	r := routertest.Start(t, Main, operatorArgs(es[0].Port, "--worker-startup-check-interval=1"), nil, pods)
+	r.WaitReady(t, "/liveness", 5*time.Second)
+	routertest.Eventually(t, 5*time.Second, func() bool { return es[0].Count("/health") >= 1 }, "no health probe")
+	var view struct {
+		Workers []struct {
+			URL       string
+			Selection struct {
+				Registered  bool `json:"registered"`
+				InSelection bool `json:"in_selection"`
+			}
+		}
+	}
+	_, _, b := routertest.Get(t, r.Base()+"/observer/endpoints")
+	_ = json.Unmarshal(b, &view)
+	if len(view.Workers) != 1 || view.Workers[0].Selection.Registered {
+		t.Fatalf("pending worker view %s", b)
+	}
+	if _, _, b := routertest.Get(t, r.Base()+"/list_workers"); string(b) != `{"urls":[]}` {
+		t.Fatalf("registered before health: %s", b)
+	}
+	es[0].SetHealthy(true)
+	routertest.Eventually(t, 5*time.Second, func() bool {
+		_, _, b := routertest.Get(t, r.Base()+"/list_workers")
+		return strings.Contains(string(b), es[0].URL())
+	}, "never admitted after health")
+	// Unready Pod: removed.
+	pods.Update(ns, "md-server-0", func(p *proc.Pod) { p.Ready = false })
+	routertest.Eventually(t, 5*time.Second, func() bool {
+		_, _, b := routertest.Get(t, r.Base()+"/list_workers")
+		return string(b) == `{"urls":[]}`
+	}, "unready pod not removed")
+	if !strings.Contains(logs(r), "Removing pod: md-server-0 | type: Some(Regular) | url: "+es[0].URL()) {
+		t.Fatalf("no removal line:\n%s", logs(r))
+	}
+}
+
+func TestDiscoverySelectorNamespaceAndDeletion(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 3, nil)
+	pods.Put(routertest.EnginePod(ns, "a", es[0], map[string]string{"app.kubernetes.io/instance": "md"}))
+	pods.Put(routertest.EnginePod("other", "b", es[1], map[string]string{"app.kubernetes.io/instance": "md"}))
+	pods.Put(routertest.EnginePod(ns, "c", es[2], map[string]string{"app.kubernetes.io/instance": "other"}))
+	r := startVR(t, es[:1], pods)
+	pods.Update(ns, "a", func(p *proc.Pod) { p.Deleting = true })
+	routertest.Eventually(t, 5*time.Second, func() bool {
+		_, _, b := routertest.Get(t, r.Base()+"/list_workers")
+		return string(b) == `{"urls":[]}`
+	}, "deleting pod kept")
+}
+
+func TestObserverEndpointsShape(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 2, pods)
+	r := startVR(t, es, pods)
+	_, h, b := routertest.Get(t, r.Base()+"/observer/endpoints")
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+		t.Fatalf("%v %s", err, b)
+	}
+	router, _ := v["router"].(map[string]any)
+	if _, ok := router["boot_generation"].(float64); !ok {
+		t.Fatalf("boot_generation: %s", b)
+	}
+	if _, ok := router["now_ms"].(float64); !ok {
+		t.Fatalf("now_ms: %s", b)
+	}
+	if _, ok := v["registry_revision"].(float64); !ok {
+		t.Fatalf("registry_revision: %s", b)
+	}
+	ws, _ := v["workers"].([]any)
+	if len(ws) != 2 {
+		t.Fatalf("workers: %s", b)
+	}
+	for _, w := range ws {
+		m := w.(map[string]any)
+		sel := m["selection"].(map[string]any)
+		if m["role"] != "regular" || m["port"].(float64) != float64(es[0].Port) || !strings.HasPrefix(m["pod_hint"].(string), "md-server-") ||
+			m["worker_id"] == "" || sel["registered"] != true || sel["healthy"] != true || sel["circuit_open"] != false || sel["in_selection"] != true {
+			t.Fatalf("worker %v", m)
+		}
+	}
+}
+
+func TestVRCandidateOrderRandomPerProcessStableWithinOne(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 4, pods)
+	orders := map[string]bool{}
+	for seed := 1; seed <= 6; seed++ {
+		r := routertest.Start(t, Main, operatorArgs(es[0].Port), map[string]string{"SIM_ROUTER_SEED": strconv.Itoa(seed)}, pods)
+		r.WaitReady(t, "/liveness", 5*time.Second)
+		var l struct{ URLs []string }
+		routertest.Eventually(t, 5*time.Second, func() bool {
+			_, _, b := routertest.Get(t, r.Base()+"/list_workers")
+			_ = json.Unmarshal(b, &l)
+			return len(l.URLs) == 4
+		}, "not registered")
+		_, _, b1 := routertest.Get(t, r.Base()+"/list_workers")
+		_, _, b2 := routertest.Get(t, r.Base()+"/list_workers")
+		if string(b1) != string(b2) {
+			t.Fatalf("order changed without membership change")
+		}
+		orders[string(b1)] = true
+		r.Stop(t)
+	}
+	if len(orders) < 2 {
+		t.Fatalf("candidate order identical across 6 seeds: %v", orders)
+	}
+}
+
+func TestGracefulShutdownReturnsZero(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 1, pods)
+	r := startVR(t, es, pods)
+	if code := r.Stop(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(logs(r), "Received terminate signal, starting graceful shutdown") {
+		t.Fatalf("no shutdown line")
+	}
+}
+
+func TestVRMetricsExporterAnswersAnyPathAndHealth(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 1, pods)
+	r := startVR(t, es, pods)
+	base := strings.TrimSuffix(r.MetricsURL(), "/metrics")
+	if st, _, b := routertest.Get(t, base+"/health"); st != 200 || string(b) != "OK" {
+		t.Fatalf("health %d %s", st, b)
+	}
+	st, _, b := routertest.Get(t, base+"/anything")
+	if st != 200 || !strings.Contains(string(b), "# HELP vllm_router_active_workers Number of currently active workers") {
+		t.Fatalf("exposition %d %s", st, b)
+	}
+}
+
+func TestVRConfigErrorExits1(t *testing.T) {
+	r := routertest.Start(t, Main, []string{"--host=0.0.0.0", "--port={PORT}"}, nil, nil)
+	if code := r.Wait(t, 5*time.Second); code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	if want := "Error: ValidationFailed { reason: \"Regular mode requires --worker-urls when not using service discovery\" }\n"; r.Stderr.String() != want {
+		t.Fatalf("stderr %q", r.Stderr.String())
+	}
+	r = routertest.Start(t, Main, operatorArgs(8000, "--cache-threshold=1.5"), nil, routertest.NewPods())
+	if code := r.Wait(t, 5*time.Second); code != 1 || !strings.Contains(r.Stderr.String(), `InvalidValue { field: "cache_threshold", value: "1.5", reason: "Must be between 0.0 and 1.0" }`) {
+		t.Fatalf("exit %d stderr %q", code, r.Stderr.String())
+	}
+}
