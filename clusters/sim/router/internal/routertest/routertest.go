@@ -233,7 +233,7 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]any{"id": "cmpl-1", "object": "chat.completion", "worker": e.Name, "model": e.Model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": "hi"}, "finish_reason": "stop"}},
+		"choices":            []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": "hi"}, "finish_reason": "stop"}},
 		"kv_transfer_params": map[string]any{"remote_engine_id": e.Name}})
 }
 
