@@ -19,14 +19,14 @@ import (
 	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/internal/fakes"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var fakePrograms = sim.Programs{
-	VLLMRouter: fakes.Router, SGLangGateway: fakes.Router, VLLM: fakes.Engine, SGLang: fakes.Engine,
+	VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine, SGLang: simtest.Engine,
 }
 
 func newCluster(t testing.TB, opts sim.Options) *sim.Cluster {
@@ -124,7 +124,7 @@ func TestDescribeReportsPairs(t *testing.T) {
 		t.Errorf("environment: %+v", env)
 	}
 
-	bare := sim.New(sim.Options{Programs: sim.Programs{VLLM: fakes.Engine}})
+	bare := sim.New(sim.Options{Programs: sim.Programs{VLLM: simtest.Engine}})
 	defer bare.Close(context.Background())
 	env, _ = bare.Describe(context.Background())
 	if ok, why := env.Supports(api.RouterSGLang, api.EngineSGLang); ok && sim.DefaultPrograms().SGLangGateway == nil ||

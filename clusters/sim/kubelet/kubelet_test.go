@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/internal/fakes"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -49,7 +49,7 @@ func podSpec(name string, m proc.Main, env map[string]string) PodSpec {
 }
 
 func engineSpec(name string, env map[string]string) PodSpec {
-	s := podSpec(name, fakes.Engine, env)
+	s := podSpec(name, simtest.Engine, env)
 	s.Containers[0].Args = []string{"serve", "m", "--host", "0.0.0.0", "--port", "8000"}
 	s.Containers[0].StartupProbe = &Probe{HTTPPath: "/health", HTTPPort: 8000, Period: 10 * time.Millisecond,
 		FailureThreshold: 500}
@@ -139,7 +139,7 @@ func TestListenMapsWildcardToPodIP(t *testing.T) {
 
 func TestRestartPolicyAlwaysShowsCrashLoopBackOff(t *testing.T) {
 	k := newKubelet(t, Options{BackoffInitial: 20 * time.Millisecond, BackoffMax: 40 * time.Millisecond})
-	if _, err := k.Create(podSpec("crash", fakes.Crasher, nil)); err != nil {
+	if _, err := k.Create(podSpec("crash", simtest.Crasher, nil)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "three restarts", func() bool {
@@ -225,7 +225,7 @@ func TestBackoffResetsAfterALongRun(t *testing.T) {
 
 func TestPreviousLogsAfterCrash(t *testing.T) {
 	k := newKubelet(t, Options{BackoffInitial: 10 * time.Millisecond})
-	if _, err := k.Create(podSpec("c", fakes.Crasher, map[string]string{"FAKE_EXIT_CODE": "2"})); err != nil {
+	if _, err := k.Create(podSpec("c", simtest.Crasher, map[string]string{"FAKE_EXIT_CODE": "2"})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Logs("ns", "c", "main", true, time.Time{}); err == nil ||
@@ -286,7 +286,7 @@ func TestLogSinkSeesLines(t *testing.T) {
 	var mu sync.Mutex
 	var lines []LogLine
 	k := newKubelet(t, Options{LogSink: func(l LogLine) { mu.Lock(); lines = append(lines, l); mu.Unlock() }})
-	if _, err := k.Create(podSpec("s", fakes.Crasher, map[string]string{"FAKE_RUN_FOR": "1h"})); err != nil {
+	if _, err := k.Create(podSpec("s", simtest.Crasher, map[string]string{"FAKE_RUN_FOR": "1h"})); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Second, "two lines", func() bool { mu.Lock(); defer mu.Unlock(); return len(lines) >= 2 })
@@ -465,7 +465,7 @@ func TestGenerateName(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	k := newKubelet(t, Options{BackoffInitial: time.Hour})
-	if _, err := k.Create(podSpec("c", fakes.Crasher, map[string]string{"FAKE_EXIT_CODE": "3"})); err != nil {
+	if _, err := k.Create(podSpec("c", simtest.Crasher, map[string]string{"FAKE_EXIT_CODE": "3"})); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Second, "a crash", func() bool {

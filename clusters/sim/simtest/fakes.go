@@ -1,10 +1,10 @@
-// Package fakes holds small stand-in programs (proc.Main) for testing the
+// Package simtest holds small stand-in programs (proc.Main) for testing the
 // sim's kubelet, operator loop and CLI without the real router and engine
 // emulators: an engine that answers /health, /v1/models, the two OpenAI
 // generation routes and /metrics, and a router that discovers workers by
 // label through proc.PodWatcher, proxies round robin, serves
 // /observer/endpoints and exits 2 on a bad --policy like clap.
-package fakes
+package simtest
 
 import (
 	"context"

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var fakePrograms = sim.Programs{VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine,
+	SGLang: simtest.Engine}
+
+// syncBuffer is a bytes.Buffer safe to read while run writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const goodYAML = `apiVersion: worker.gpustack.ai/v1
+kind: ModelDeployment
+metadata: {name: cli}
+spec:
+  model: {name: Qwen/Qwen2.5-0.5B-Instruct}
+  engine: {name: vLLM, version: "0.29.0"}
+  router: {name: vllm-router}
+  roles:
+    - name: server
+      replicas: 2
+      instanceType: sim-gpu
+`
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "md.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runCLI(ctx context.Context, args ...string) (int, *syncBuffer, *syncBuffer) {
+	var out, errb syncBuffer
+	code := run(ctx, args, strings.NewReader(""), &out, &errb, fakePrograms)
+	return code, &out, &errb
+}
+
+func TestBadInputExitsTwoNamingFieldAndAcceptedValues(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown field", strings.Replace(goodYAML, "replicas: 2", "replica: 2", 1),
+			[]string{`spec.roles[0]: unknown field "replica"`, "accepted fields:", "replicas", "instanceType"}},
+		{"unknown top-level field", goodYAML + "extra: 1\n",
+			[]string{`(top level): unknown field "extra"`, "apiVersion, kind, metadata, spec, status"}},
+		{"wrong kind", strings.Replace(goodYAML, "kind: ModelDeployment", "kind: Deployment", 1),
+			[]string{`kind: "Deployment" is not accepted; accepted values: ModelDeployment`}},
+		{"wrong apiVersion", strings.Replace(goodYAML, "worker.gpustack.ai/v1", "apps/v1", 1),
+			[]string{`apiVersion: "apps/v1" is not accepted`, "worker.gpustack.ai/v1alpha1, worker.gpustack.ai/v1"}},
+		{"unknown router", strings.Replace(goodYAML, "vllm-router", "vllm_router", 1),
+			[]string{`spec.router.name: Unsupported value: "vllm_router"`, `"llm-d-router", "vllm-router", "sglang-gateway"`}},
+		{"unknown engine", strings.Replace(goodYAML, "name: vLLM", "name: vllm", 1),
+			[]string{`spec.engine.name: Unsupported value: "vllm": supported values: "vLLM", "SGLang"`}},
+		{"missing model name", strings.Replace(goodYAML, "model: {name: Qwen/Qwen2.5-0.5B-Instruct}", "model: {}", 1),
+			[]string{"spec.model.name: Required value"}},
+		{"missing engine name", strings.Replace(goodYAML, `engine: {name: vLLM, version: "0.29.0"}`,
+			`engine: {version: "0.29.0"}`, 1), []string{"spec.engine.name: Required value; accepted values: vLLM, SGLang"}},
+		{"wrong type", strings.Replace(goodYAML, "replicas: 2", `replicas: "two"`, 1),
+			[]string{"decode ModelDeployment", "replicas"}},
+		{"owned router flag", strings.Replace(goodYAML, "router: {name: vllm-router}",
+			"router: {name: vllm-router, extraArgs: [--port, \"9\"]}", 1),
+			[]string{`spec.router.extraArgs[0]: "--port" is set by the operator for router "vllm-router"`}},
+		{"not yaml", "spec: [unclosed", []string{"not valid YAML"}},
+		{"empty", "  \n", []string{"the file is empty"}},
+		{"a list", "- a\n- b\n", []string{"expected a ModelDeployment object at the top level, got a list"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errb := runCLI(context.Background(), "-f", writeFile(t, c.yaml))
+			if code != exitUsage {
+				t.Fatalf("exit %d, want 2; stderr %s", code, errb)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errb)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{{}, {"-f"}, {"-f", "/does/not/exist.yaml"}, {"--bogus"},
+		{"-f", "x", "extra"}, {"-f", "x", "--timeout", "0s"}} {
+		if code, _, errb := runCLI(context.Background(), args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb)
+		}
+	}
+}
+
+func TestGoodRunServesUntilInterrupt(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-f", "-", "--timeout", "20s"}, strings.NewReader(goodYAML), &out, &errb,
+			fakePrograms)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "serving until interrupted") {
+		if time.Now().After(deadline) {
+			t.Fatalf("not serving; stdout:\n%s\nstderr:\n%s", &out, &errb)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	text := out.String()
+	router := regexp.MustCompile(`router \(vllm-router\):\s+(http://127\.[0-9.]+:8081/v1)`).FindStringSubmatch(text)
+	metricsURL := regexp.MustCompile(`router metrics:\s+(http://127\.[0-9.]+:9090/metrics)`).FindStringSubmatch(text)
+	replicas := regexp.MustCompile(`replica cli-server-\w{5} \(role server, Server\): http://127\.[0-9.]+:8000/v1`).
+		FindAllString(text, -1)
+	if router == nil || metricsURL == nil || len(replicas) != 2 {
+		t.Fatalf("URLs not printed:\n%s", text)
+	}
+	resp, err := http.Post(router[1]+"/chat/completions", "application/json",
+		strings.NewReader(`{"model":"Qwen/Qwen2.5-0.5B-Instruct","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("request through the printed router URL: %d", resp.StatusCode)
+	}
+	mresp, err := http.Get(metricsURL[1])
+	if err != nil || mresp.StatusCode != 200 {
+		t.Fatalf("metrics URL: %v", err)
+	}
+	mresp.Body.Close()
+	if !regexp.MustCompile(`\[cli-router-\w+-\w{5}\] Starting router on 0\.0\.0\.0:8081`).MatchString(text) {
+		t.Fatalf("router stdout is streamed with its Pod name:\n%s", text)
+	}
+	http.DefaultClient.CloseIdleConnections()
+
+	interrupt() // SIGINT
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d after interrupt; stderr %s", code, &errb)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not exit after interrupt")
+	}
+	if !strings.Contains(out.String(), "default/cli deleted") {
+		t.Fatalf("cleanup not reported:\n%s", &out)
+	}
+}
+
+func TestNotReadyWithinTimeoutExitsOne(t *testing.T) {
+	y := strings.Replace(goodYAML, "router: {name: vllm-router}",
+		"router: {name: vllm-router, extraArgs: [--policy, roundrobin]}", 1)
+	code, out, errb := runCLI(context.Background(), "-f", writeFile(t, y), "--timeout", "500ms")
+	if code != exitFailure {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if !strings.Contains(errb.String(), "not ready") || !strings.Contains(errb.String(), "RouterReady is") {
+		t.Fatalf("stderr names what was missing:\n%s", errb)
+	}
+	if !strings.Contains(errb.String(), "error: invalid value 'roundrobin' for '--policy <POLICY>'") {
+		t.Fatalf("router stderr is streamed:\n%s\nstdout:\n%s", errb, out)
+	}
+}
