@@ -1,9 +1,14 @@
 package sim
 
-// DefaultPrograms is the registry of the real emulators built into the sim.
-// The router and engine emulators are wired here as they land
-// (clusters/sim/router/vllmrouter, clusters/sim/router/sglanggateway,
-// clusters/sim/engine/vllm, clusters/sim/engine/sglang).
+import "github.com/gpustack/routing-conformance/clusters/sim/router/vllmrouter"
+
+// DefaultPrograms is the registry of the real emulators built into the sim:
+// vllm-router (clusters/sim/router/vllmrouter). The others are wired here as
+// they land (clusters/sim/router/sglanggateway, clusters/sim/engine/vllm,
+// clusters/sim/engine/sglang); until then their pairs are reported
+// unsupported with the missing program named.
 func DefaultPrograms() Programs {
-	return Programs{}
+	return Programs{
+		VLLMRouter: vllmrouter.Main,
+	}
 }

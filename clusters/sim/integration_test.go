@@ -1,0 +1,96 @@
+package sim_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
+)
+
+// realPrograms returns the registered emulators (skipping when the router has
+// not landed) with the fake engine standing in for engines not landed yet.
+func realPrograms(t testing.TB, router string) sim.Programs {
+	t.Helper()
+	def := sim.DefaultPrograms()
+	p := sim.Programs{VLLM: def.VLLM, SGLang: def.SGLang, VLLMRouter: def.VLLMRouter, SGLangGateway: def.SGLangGateway}
+	switch router {
+	case api.RouterVLLM:
+		if p.VLLMRouter == nil {
+			t.Skip("vllm-router emulator not in this build")
+		}
+	case api.RouterSGLang:
+		if p.SGLangGateway == nil {
+			t.Skip("sgl-model-gateway emulator not in this build")
+		}
+	}
+	// Engines not landed yet are stood in for by the fake engine.
+	if p.VLLM == nil {
+		p.VLLM = simtest.Engine
+	}
+	if p.SGLang == nil {
+		p.SGLang = simtest.Engine
+	}
+	return p
+}
+
+func engineOf(router string) string {
+	if router == api.RouterSGLang {
+		return api.EngineSGLang
+	}
+	return api.EngineVLLM
+}
+
+func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
+	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
+		t.Run(router, func(t *testing.T) {
+			c := newCluster(t, sim.Options{Programs: realPrograms(t, router)})
+			d := deployReady(t, c, md("real", router, engineOf(router), 2))
+			ctx := ctxT(t, 20*time.Second)
+			logs, err := d.RouterLogs(ctx, clusters.LogOptions{})
+			if err != nil || !strings.Contains(logs, "Starting router on 0.0.0.0:8081") ||
+				!strings.Contains(logs, "policy: CacheAware { cache_threshold: 0.3") {
+				t.Fatalf("banner: %v\n%s", err, logs)
+			}
+			base, err := d.OpenAIBaseURL(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(
+				`{"model":"Qwen/Qwen2.5-0.5B-Instruct","messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("chat through the router: %d %s", resp.StatusCode, body)
+			}
+			if _, err := d.RouterMetrics(ctx); err != nil {
+				t.Fatalf("router metrics: %v", err)
+			}
+			http.DefaultClient.CloseIdleConnections()
+
+			bad, err := c.Deploy(ctx, md("bad", router, engineOf(router), 1, "--policy", "roundrobin"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 10*time.Second, "exit 2 and CrashLoopBackOff", func() (bool, string) {
+				ps, _ := bad.RouterState(ctx)
+				return len(ps) == 1 && ps[0].LastExitCode != nil && *ps[0].LastExitCode == 2 &&
+					ps[0].Waiting == "CrashLoopBackOff", fmt.Sprint(ps)
+			})
+			prev, _ := bad.RouterLogs(ctx, clusters.LogOptions{Previous: true})
+			if !strings.Contains(prev, "error: invalid value 'roundrobin' for '--policy <POLICY>'") ||
+				!strings.Contains(prev, "tip: a similar value exists: 'round_robin'") {
+				t.Fatalf("clap error in the previous log:\n%s", prev)
+			}
+		})
+	}
+}
