@@ -1,0 +1,187 @@
+package assertions_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+
+	. "github.com/gpustack/routing-conformance/assertions"
+	"github.com/gpustack/routing-conformance/assertions/internal/exposition"
+	"github.com/gpustack/routing-conformance/assertions/metrics"
+)
+
+const model = "Qwen/Qwen3-0.6B"
+
+// failure runs Expect(actual).To(m) (or NotTo) through a real Gomega and
+// returns the message it failed with, "" if it passed.
+func failure(actual any, m types.GomegaMatcher, negate bool) string {
+	var msg string
+	g := NewGomega(func(message string, _ ...int) { msg = message })
+	if negate {
+		g.Expect(actual).NotTo(m)
+	} else {
+		g.Expect(actual).To(m)
+	}
+	return msg
+}
+
+func mustContain(t *testing.T, msg string, wants ...string) {
+	t.Helper()
+	if msg == "" {
+		t.Fatalf("the matcher passed; want a failure containing %q", wants)
+	}
+	for _, w := range wants {
+		if !strings.Contains(msg, w) {
+			t.Errorf("failure message lacks %q:\n%s", w, msg)
+		}
+	}
+}
+
+func mustPass(t *testing.T, msg string) {
+	t.Helper()
+	if msg != "" {
+		t.Errorf("the matcher failed:\n%s", msg)
+	}
+}
+
+// routerPod is a /metrics endpoint the test moves between scrapes.
+type routerPod struct {
+	mu   sync.Mutex
+	body string
+	url  string
+}
+
+func newRouterPod(t *testing.T, body string) *routerPod {
+	p := &routerPod{body: body}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	p.url = srv.URL + "/metrics"
+	return p
+}
+
+func (p *routerPod) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = w.Write([]byte(p.body))
+}
+
+func (p *routerPod) set(s string) { p.mu.Lock(); p.body = s; p.mu.Unlock() }
+
+func (p *routerPod) scrape(t *testing.T) metrics.Snapshot {
+	t.Helper()
+	s, err := metrics.Scrape(t.Context(), p.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const (
+	w0 = "http://127.3.0.7:8000"
+	w1 = "http://127.3.0.8:8000"
+)
+
+// roundRobin gives the vllm-router snapshots around 120 round-robin
+// requests of which the picks are a/b per worker.
+func roundRobin(t *testing.T, a, b int) (before, after metrics.Snapshot) {
+	pod := newRouterPod(t, exposition.VLLMRouter("round_robin", map[string]int{w0: 1, w1: 1}, 2))
+	before = pod.scrape(t)
+	pod.set(exposition.VLLMRouter("round_robin", map[string]int{w0: 1 + a, w1: 1 + b}, 2))
+	return before, pod.scrape(t)
+}
+
+func TestHaveCounterRisenBy(t *testing.T) {
+	before, after := roundRobin(t, 60, 60)
+	rr := metrics.Eq("policy", "round_robin")
+	mustPass(t, failure(after, HaveCounterRisenBy(before, "vllm_router_policy_decisions_total", 120, rr), false))
+	mustPass(t, failure(&after, HaveCounterRisenBy(before, "vllm_router_policy_decisions_total", 60, rr, metrics.Eq("worker", w0)), false))
+
+	msg := failure(after, HaveCounterRisenBy(before, "vllm_router_policy_decisions_total", 100, rr), false)
+	mustContain(t, msg, `to have risen by 100`, `it rose by 120`,
+		`vllm_router_policy_decisions_total{policy="round_robin",worker="http://127.3.0.7:8000"}: 1 → 61 (+60)`)
+
+	msg = failure(after, HaveCounterRisenBy(before, "vllm_router_policy_decisions_total", 120, rr), true)
+	mustContain(t, msg, "not to have risen by 120", "1 → 61")
+}
+
+func TestHaveCounterRisenByRefusesToJudgeWithoutEvidence(t *testing.T) {
+	before, after := roundRobin(t, 60, 60)
+	// A typo: an error naming the nearest series, for To and NotTo alike.
+	for _, negate := range []bool{false, true} {
+		msg := failure(after, HaveCounterRisenBy(before, "vllm_router_policy_decision_total", 0), negate)
+		mustContain(t, msg, "no series vllm_router_policy_decision_total", "vllm_router_policy_decisions_total")
+	}
+	// A restarted router: the reset is the message, never a negative rise.
+	msg := failure(before, HaveCounterRisenBy(after, "vllm_router_processed_requests_total", 0), false)
+	mustContain(t, msg, "counter reset", "61 → 1")
+
+	mustContain(t, failure("text", HaveCounterRisenBy(before, "x", 1), false), "expects a metrics.Snapshot, got string")
+}
+
+func TestHaveDelta(t *testing.T) {
+	before, after := roundRobin(t, 70, 50)
+	mustPass(t, failure(after, HaveDelta(before, "vllm_router_requests_total", BeNumerically(">=", 100)), false))
+	msg := failure(after, HaveDelta(before, "vllm_router_processed_requests_total", BeNumerically("<", 100), metrics.Has("worker")), false)
+	mustContain(t, msg, `The rise of vllm_router_processed_requests_total{worker!=""} (120) failed`, "to be <", `worker="http://127.3.0.8:8000"}: 1 → 51 (+50)`)
+}
+
+func TestHaveDeltaByWorker(t *testing.T) {
+	before, after := roundRobin(t, 60, 60)
+	rr := metrics.Eq("policy", "round_robin")
+	mustPass(t, failure(after, HaveDeltaBy(before, "vllm_router_policy_decisions_total", "worker", And(HaveLen(2), HaveEach(BeEquivalentTo(60))), rr), false))
+
+	before, after = roundRobin(t, 61, 59)
+	msg := failure(after, HaveDeltaBy(before, "vllm_router_policy_decisions_total", "worker", HaveEach(BeEquivalentTo(60)), rr), false)
+	mustContain(t, msg, "by worker", "worker=http://127.3.0.7:8000: 61", "worker=http://127.3.0.8:8000: 59", "evidence:")
+}
+
+func TestHaveSeries(t *testing.T) {
+	ca := newRouterPod(t, exposition.SMG("cache_aware", model, 3, []string{w0, w1})).scrape(t)
+	rr := newRouterPod(t, exposition.SMG("round_robin", model, 3, []string{w0, w1})).scrape(t)
+	mustPass(t, failure(ca, HaveSeries("smg_worker_requests_active", metrics.Eq("worker", w0)), false))
+	// smg_worker_requests_active exists only under cache_aware.
+	mustPass(t, failure(rr, HaveSeries("smg_worker_requests_active"), true))
+
+	msg := failure(rr, HaveSeries("smg_worker_requests_active"), false)
+	mustContain(t, msg, "Expected a series smg_worker_requests_active", "nearest names present", "smg_worker_health")
+	msg = failure(ca, HaveSeries("smg_worker_requests_active", metrics.Eq("worker", "http://10.0.0.1:8000")), false)
+	mustContain(t, msg, "series of that name present", `smg_worker_requests_active{worker="http://127.3.0.7:8000"} 0`)
+	msg = failure(ca, HaveSeries("smg_worker_requests_active"), true)
+	mustContain(t, msg, "Expected no series smg_worker_requests_active, but found", w1)
+}
+
+func TestHaveSumAndSumByOverMergedRouterPods(t *testing.T) {
+	a := newRouterPod(t, exposition.SMG("round_robin", model, 70, []string{w0, w1}))
+	b := newRouterPod(t, exposition.SMG("round_robin", model, 50, []string{w0, w1}))
+	m, err := metrics.Merge(a.scrape(t), b.scrape(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := metrics.Eq("policy", "round_robin")
+	mustPass(t, failure(m, HaveSum("smg_worker_selection_total", BeEquivalentTo(120), rr), false))
+	msg := failure(m, HaveSum("smg_worker_selection_total", BeEquivalentTo(100), rr), false)
+	mustContain(t, msg, "(120) failed", metrics.SourceLabel+`="`+a.url+`"} 70`)
+
+	mustPass(t, failure(m, HaveSumBy("smg_worker_selection_total", metrics.SourceLabel, HaveLen(2), rr), false))
+	msg = failure(m, HaveSumBy("smg_worker_selection_total", metrics.SourceLabel, HaveKeyWithValue(a.url, 60.0), rr), false)
+	mustContain(t, msg, "by "+metrics.SourceLabel, ": 70", ": 50")
+}
+
+func TestHaveLabelValuesIn(t *testing.T) {
+	s := newRouterPod(t, exposition.VLLMRouter("cache_aware", map[string]int{w0: 3, w1: 4}, 2)).scrape(t)
+	mustPass(t, failure(s, HaveLabelValuesIn("vllm_router_processed_requests_total", "worker", []string{w1, w0}), false))
+
+	msg := failure(s, HaveLabelValuesIn("vllm_router_running_requests", "worker", []string{w0}), false)
+	mustContain(t, msg, "1 of 2 do not", `vllm_router_running_requests{worker="http://127.3.0.8:8000"} 0`, `["http://127.3.0.7:8000"]`)
+	for _, negate := range []bool{false, true} {
+		msg = failure(s, HaveLabelValuesIn("vllm_router_procesed_requests_total", "worker", []string{w0}), negate)
+		mustContain(t, msg, "no series vllm_router_procesed_requests_total", "nearest names present: vllm_router_processed_requests_total")
+	}
+	msg = failure(s, HaveLabelValuesIn("vllm_router_processed_requests_total", "worker", []string{w0, w1}), true)
+	mustContain(t, msg, "all 2 are inside")
+}

@@ -1,0 +1,55 @@
+package assertions_test
+
+import (
+	"testing"
+
+	. "github.com/gpustack/routing-conformance/assertions"
+	"github.com/gpustack/routing-conformance/assertions/split"
+)
+
+var (
+	replicas = []string{"md-engine-0", "md-engine-1"}
+	even     = split.New(split.VLLMRequestCounter, replicas, map[string]int{"md-engine-0": 60, "md-engine-1": 60})
+	affine   = split.New(split.SGLangRequestCounter, replicas, map[string]int{"md-engine-1": 354})
+	skewed   = split.New(split.VLLMRequestCounter, replicas, map[string]int{"md-engine-0": 70, "md-engine-1": 50})
+	nothing  = split.New(split.VLLMRequestCounter, replicas, nil)
+)
+
+func TestBeAllOnOneReplica(t *testing.T) {
+	mustPass(t, failure(affine, BeAllOnOneReplica(), false))
+	mustPass(t, failure(&affine, BeAllOn("md-engine-1"), false))
+	mustContain(t, failure(even, BeAllOnOneReplica(), false),
+		"to be all on one replica, but 2 replicas served requests (md-engine-0, md-engine-1)",
+		"vllm:request_success_total per replica: 60/60 (total 120)", "md-engine-0      60   50.0%")
+	mustContain(t, failure(nothing, BeAllOnOneReplica(), false), "no replica counted any request", "0/0")
+	mustContain(t, failure(affine, BeAllOnOneReplica(), true), "not to be all on one replica", "0/354")
+	mustContain(t, failure(affine, BeAllOn("md-engine-0"), false), "requests went to md-engine-1")
+	mustContain(t, failure(affine, BeAllOn("md-engine-9"), false), "md-engine-9 is not one of its replicas")
+}
+
+func TestBeEvenWithin(t *testing.T) {
+	mustPass(t, failure(even, BeEvenWithin(0), false))
+	mustPass(t, failure(skewed, BeEvenWithin(10), false))
+	mustContain(t, failure(skewed, BeEvenWithin(5), false), "even within ±5", "md-engine-0 is +10 from the even share 60", "md-engine-1 is -10", "70/50")
+}
+
+func TestHaveAtLeastPerReplica(t *testing.T) {
+	mustPass(t, failure(skewed, HaveAtLeastPerReplica(50), false))
+	mustContain(t, failure(affine, HaveAtLeastPerReplica(1), false), "at least 1", "md-engine-0 got 0", "0/354")
+}
+
+func TestHaveTotal(t *testing.T) {
+	mustPass(t, failure(even, HaveTotal(120), false))
+	mustContain(t, failure(skewed, HaveTotal(119), false), "to sum to 119", "it sums to 120")
+}
+
+func TestHaveCounts(t *testing.T) {
+	mustPass(t, failure(even, HaveCounts(60, 60), false))
+	mustContain(t, failure(skewed, HaveCounts(60, 60), false), "to be exactly 60/60, but it is 70/50", "md-engine-1      50")
+	mustContain(t, failure(even, HaveCounts(40, 40, 40), false), "it has 2 replicas, not 3")
+}
+
+func TestSplitMatchersRefuseOtherTypes(t *testing.T) {
+	mustContain(t, failure(map[string]int{"a": 1}, HaveTotal(1), false), "expects a split.Split")
+	mustContain(t, failure(split.Split{}, HaveTotal(0), false), "no replicas")
+}
