@@ -35,6 +35,8 @@ type exchange struct {
 	errBody  bytes.Buffer
 	sawDone  bool
 	mergeErr error
+	// outcome lives here to save an allocation per request.
+	outcome outcome
 }
 
 type exchangeKey struct{}
@@ -149,17 +151,23 @@ type sseBody struct {
 
 func (s *sseBody) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
-	for _, c := range p[:n] {
-		if c == '\n' {
-			s.endLine()
-			continue
+	data := p[:n]
+	for len(data) > 0 {
+		end := bytes.IndexByte(data, '\n')
+		part := data
+		if end >= 0 {
+			part = data[:end]
 		}
-		if s.lineLen < len(s.line) {
-			s.line[s.lineLen] = c
-			s.lineLen++
-		} else {
+		copied := copy(s.line[s.lineLen:], part)
+		s.lineLen += copied
+		if copied < len(part) {
 			s.long = true
 		}
+		if end < 0 {
+			break
+		}
+		s.endLine()
+		data = data[end+1:]
 	}
 	if err == io.EOF && s.lineLen > 0 {
 		s.endLine() // a last line without its newline still counts
@@ -190,16 +198,33 @@ func isDoneLine(line []byte) bool {
 	return ok && string(bytes.TrimSpace(rest)) == "[DONE]"
 }
 
+// headerName is a response header to capture: its canonical form for the
+// lookup and its lower-case form for the Result.
+type headerName struct{ canonical, lower string }
+
+func headerNames(names []string) []headerName {
+	out := make([]headerName, 0, len(names))
+	seen := map[string]bool{}
+	for _, n := range names {
+		c := http.CanonicalHeaderKey(n)
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, headerName{canonical: c, lower: strings.ToLower(n)})
+		}
+	}
+	return out
+}
+
 // capture returns the wanted response headers that are present, keyed by
 // lower-case name.
-func capture(h http.Header, names []string) map[string]string {
+func capture(h http.Header, names []headerName) map[string]string {
 	var out map[string]string
-	for _, name := range names {
-		if v := h.Get(name); v != "" {
+	for _, n := range names {
+		if v := h[n.canonical]; len(v) > 0 && v[0] != "" {
 			if out == nil {
 				out = make(map[string]string, len(names))
 			}
-			out[strings.ToLower(name)] = v
+			out[n.lower] = v[0]
 		}
 	}
 	return out

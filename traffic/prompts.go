@@ -52,21 +52,49 @@ func leadingText(nonce, kind string, n, chars int) string {
 	return b.String()[:chars]
 }
 
-// question is the part of prompt i that no other request shares.
-func question(nonce string, i int) string {
-	_, rng := seed(nonce, "question", i)
-	return "\nQuestion " + strconv.Itoa(i) + " of run " + nonce + ": in one sentence, how does the " +
-		vocabulary[rng.IntN(len(vocabulary))] + " relate to the " + vocabulary[rng.IntN(len(vocabulary))] + "?"
+// nonceHash seeds the per-request word choice of questions.
+func nonceHash(nonce string) uint64 {
+	sum := sha256.Sum256([]byte(nonce))
+	return binary.LittleEndian.Uint64(sum[:8])
 }
+
+// writeQuestion writes the part of prompt i that no other request shares:
+// the index and the run's nonce make it unique; two words picked by a hash of
+// both vary its wording.
+func writeQuestion(b *strings.Builder, nonce string, h uint64, i int) {
+	x := splitmix64(h ^ uint64(i))
+	n := uint64(len(vocabulary))
+	b.WriteString("\nQuestion ")
+	b.WriteString(strconv.Itoa(i))
+	b.WriteString(" of run ")
+	b.WriteString(nonce)
+	b.WriteString(": in one sentence, how does the ")
+	b.WriteString(vocabulary[x%n])
+	b.WriteString(" relate to the ")
+	b.WriteString(vocabulary[(x>>32)%n])
+	b.WriteString("?")
+}
+
+// splitmix64 is a cheap, well-mixed hash step (Steele et al.).
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// questionRoom is enough for the fixed words of a question.
+const questionRoom = 96
 
 // prompter builds the prompts of one resolved plan, caching shared prefixes.
 type prompter struct {
-	set      PromptSet
-	prefixes []string
+	set       PromptSet
+	prefixes  []string
+	nonceHash uint64
 }
 
 func newPrompter(set PromptSet) *prompter {
-	p := &prompter{set: set}
+	p := &prompter{set: set, nonceHash: nonceHash(set.Nonce)}
 	if set.Kind != PromptsUnrelated {
 		p.prefixes = make([]string, set.Groups)
 		for g := range p.prefixes {
@@ -79,11 +107,18 @@ func newPrompter(set PromptSet) *prompter {
 // prompt returns the text and group of request i. For PromptsUnrelated the
 // group is i itself: every request is its own group.
 func (p *prompter) prompt(i int) (string, int) {
+	lead, g := "", i
 	if p.set.Kind == PromptsUnrelated {
-		return leadingText(p.set.Nonce, "unrelated", i, p.set.PrefixChars) + question(p.set.Nonce, i), i
+		lead = leadingText(p.set.Nonce, "unrelated", i, p.set.PrefixChars)
+	} else {
+		g = i % len(p.prefixes)
+		lead = p.prefixes[g]
 	}
-	g := i % len(p.prefixes)
-	return p.prefixes[g] + question(p.set.Nonce, i), g
+	var b strings.Builder
+	b.Grow(len(lead) + len(p.set.Nonce) + questionRoom)
+	b.WriteString(lead)
+	writeQuestion(&b, p.set.Nonce, p.nonceHash, i)
+	return b.String(), g
 }
 
 // Prompt returns the prompt text request i of the plan sends and its group

@@ -43,6 +43,10 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 	var wg sync.WaitGroup
 	for range min(p.Concurrency, p.Requests) {
 		wg.Go(func() {
+			// Each worker's request contexts hang off its own child of ctx,
+			// so 64 workers do not contend for ctx's lock on every request.
+			workerCtx, stop := context.WithCancel(ctx)
+			defer stop()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= p.Requests {
@@ -52,7 +56,7 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 					report.Results[i] = r.notSent(ctx, i)
 					continue
 				}
-				report.Results[i] = r.do(ctx, i)
+				r.do(ctx, workerCtx, i, &report.Results[i])
 			}
 		})
 	}
@@ -71,7 +75,7 @@ type runner struct {
 	client    *openai.Client
 	transport *http.Transport
 	prompts   *prompter
-	capture   []string
+	capture   []headerName
 	extraBody map[string]json.RawMessage
 	start     time.Time
 }
@@ -100,6 +104,9 @@ func newRunner(p Plan) (*runner, error) {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// No Accept-Encoding: gzip. Engines answer uncompressed, and a
+		// compressing proxy would hold SSE events back.
+		DisableCompression: true,
 	}
 	httpClient := &http.Client{
 		Transport: transport,
@@ -116,7 +123,7 @@ func newRunner(p Plan) (*runner, error) {
 		client:    openai.NewClientWithConfig(cfg),
 		transport: transport,
 		prompts:   newPrompter(p.Prompts),
-		capture:   capture,
+		capture:   headerNames(capture),
 		extraBody: extra,
 	}, nil
 }
@@ -172,10 +179,11 @@ func (r *runner) expand(v string, i, group int) string {
 	return strings.NewReplacer("{index}", strconv.Itoa(i), "{group}", strconv.Itoa(group), "{nonce}", r.plan.Prompts.Nonce).Replace(v)
 }
 
-// do sends request i and records the outcome.
-func (r *runner) do(runCtx context.Context, i int) Result {
+// do sends request i and records the outcome in res. Cancellation is judged
+// on runCtx; the request's own context derives from workerCtx, a child of it.
+func (r *runner) do(runCtx, workerCtx context.Context, i int, res *Result) {
 	text, group := r.prompts.prompt(i)
-	res := Result{Index: i, Group: group, Stream: r.plan.streams(i)}
+	*res = Result{Index: i, Group: group, Stream: r.plan.streams(i)}
 	ex := &exchange{stream: res.Stream}
 	if len(r.plan.Headers) > 0 {
 		ex.headers = make(map[string]string, len(r.plan.Headers))
@@ -199,11 +207,12 @@ func (r *runner) do(runCtx context.Context, i int) Result {
 		}
 	}
 
-	reqCtx, cancel := context.WithTimeout(withExchange(runCtx, ex), r.plan.RequestTimeout)
+	reqCtx, cancel := context.WithTimeout(withExchange(workerCtx, ex), r.plan.RequestTimeout)
 	defer cancel()
 	start := time.Now()
 	res.StartOffset = start.Sub(r.start)
-	o := &outcome{start: start}
+	o := &ex.outcome
+	o.start = start
 	var err error
 	switch {
 	case r.plan.Endpoint == EndpointCompletions && res.Stream:
@@ -216,7 +225,7 @@ func (r *runner) do(runCtx context.Context, i int) Result {
 		err = r.chat(reqCtx, text, o)
 	}
 	res.Latency = time.Since(start)
-	o.fill(&res)
+	o.fill(res)
 	res.Status = ex.status
 	res.ResponseHeaders = capture(ex.header, r.capture)
 	res.RequestID = res.ResponseHeaders["x-request-id"]
@@ -229,7 +238,6 @@ func (r *runner) do(runCtx context.Context, i int) Result {
 	if res.Class == ClassStreamError {
 		res.ErrorType, res.ErrorMessage, res.ErrorCode = apiErrorFields(err)
 	}
-	return res
 }
 
 // outcome accumulates what the answer carried.
