@@ -322,8 +322,10 @@ func decode(body []byte, v any) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || len(bytes.TrimSpace(body)) == 0 {
-		pos := 0
-		if se != nil {
+		// Python's json reports the index of the offending character; at
+		// the end of the input that is len(body).
+		pos := len(body)
+		if se != nil && se.Offset < int64(len(body)) {
 			pos = int(max(se.Offset-1, 0))
 		}
 		return &ValidationError{Errors: []FieldError{{Type: "json_invalid", Loc: []string{"body", strconv.Itoa(pos)}, Msg: "JSON decode error", Input: "{}", Ctx: "Expecting value"}}}

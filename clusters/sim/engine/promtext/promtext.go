@@ -77,13 +77,21 @@ func Append(dst []byte, families []*dto.MetricFamily, st Style) []byte {
 						created = appendSample(created, name, "_created", labels, "", "", tsSeconds(h.GetCreatedTimestamp().AsTime().UnixNano()))
 					}
 				}
+			case dto.MetricType_SUMMARY:
+				// prometheus_client summaries carry no quantiles: _count, _sum.
+				sm := m.GetSummary()
+				dst = appendSample(dst, name, "_count", labels, "", "", float64(sm.GetSampleCount()))
+				dst = appendSample(dst, name, "_sum", labels, "", "", sm.GetSampleSum())
+				if !st.Multiprocess && sm.GetCreatedTimestamp() != nil {
+					created = appendSample(created, name, "_created", labels, "", "", tsSeconds(sm.GetCreatedTimestamp().AsTime().UnixNano()))
+				}
 			default:
 				dst = appendSample(dst, name, "", labels, "", "", m.GetUntyped().GetValue())
 			}
 		}
 		if len(created) > 0 {
 			cn := createdName(name)
-			if mf.GetType() == dto.MetricType_HISTOGRAM {
+			if mf.GetType() != dto.MetricType_COUNTER {
 				cn = name + "_created"
 			}
 			dst = appendMeta(dst, cn, mf.GetHelp(), "gauge")

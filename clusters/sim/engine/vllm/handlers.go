@@ -1,0 +1,447 @@
+package vllm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+)
+
+// api is the OpenAI-compatible HTTP server in front of the engine.
+type api struct {
+	cfg       *config
+	eng       *engine
+	m         *metrics
+	stdout    *server.Lines
+	load      atomic.Int64 // in-flight requests (--enable-server-load-tracking)
+	startedAt int64
+}
+
+// maxBody is the largest request body read (vLLM has no small limit; this
+// only protects the sim).
+const maxBody = 64 << 20
+
+// Routes excluded from the HTTP instrumentator's metrics.
+var excluded = map[string]bool{"/metrics": true, "/health": true, "/load": true, "/ping": true, "/version": true, "/server_info": true}
+
+// routes maps path to the methods it answers.
+var routes = map[string][]string{
+	"/health":              {"GET"},
+	"/metrics":             {"GET"},
+	"/v1/models":           {"GET"},
+	"/v1/chat/completions": {"POST"},
+	"/v1/completions":      {"POST"},
+	"/version":             {"GET"},
+	"/ping":                {"GET", "POST"},
+	"/load":                {"GET"},
+	"/tokenize":            {"POST"},
+}
+
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &server.Recorder{ResponseWriter: w}
+	path := r.URL.Path
+	methods, known := routes[path]
+	handler := path
+	if !known {
+		handler = "none"
+	}
+	switch {
+	case !known:
+		writeDetail(rec, http.StatusNotFound, "Not Found")
+	case !slices.Contains(methods, r.Method):
+		rec.Header().Set("Allow", strings.Join(methods, ", "))
+		writeDetail(rec, http.StatusMethodNotAllowed, "Method Not Allowed")
+	case len(a.cfg.apiKeys) > 0 && strings.HasPrefix(path, "/v1") && !a.authorized(r):
+		writeJSON(rec, http.StatusUnauthorized, []byte(`{"error":"Unauthorized"}`))
+	default:
+		if a.cfg.requestIDHeaders {
+			id := r.Header.Get("X-Request-Id")
+			if id == "" {
+				id = openai.NewID()
+			}
+			rec.Header().Set("X-Request-Id", id)
+		}
+		a.route(rec, r, path)
+	}
+	status := rec.Code()
+	if !excluded[handler] {
+		a.m.httpTotal.WithLabelValues(r.Method, statusGroup(status), handler).Inc()
+		a.m.httpInSize.WithLabelValues(handler).Observe(float64(max(r.ContentLength, 0)))
+		a.m.httpOutSize.WithLabelValues(handler).Observe(float64(rec.Bytes))
+		el := time.Since(start).Seconds()
+		a.m.httpHighr.Observe(el)
+		a.m.httpLowr.WithLabelValues(r.Method, handler).Observe(el)
+	}
+	if !a.cfg.disableAccessLog {
+		a.stdout.Print(apiPrefix+"INFO:     ", server.AccessLine(r, status))
+	}
+}
+
+func statusGroup(code int) string { return strconv.Itoa(code/100) + "xx" }
+
+func (a *api) authorized(r *http.Request) bool {
+	got := r.Header.Get("Authorization")
+	for _, k := range a.cfg.apiKeys {
+		if got == "Bearer "+k {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *api) route(w http.ResponseWriter, r *http.Request, path string) {
+	switch path {
+	case "/health":
+		w.WriteHeader(http.StatusOK)
+	case "/ping":
+		w.WriteHeader(http.StatusOK)
+	case "/metrics":
+		a.metrics(w)
+	case "/version":
+		writeJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
+	case "/load":
+		writeJSON(w, http.StatusOK, []byte(`{"server_load":`+strconv.FormatInt(a.load.Load(), 10)+`}`))
+	case "/v1/models":
+		a.models(w)
+	case "/tokenize":
+		a.tokenizeHandler(w, r)
+	case "/v1/chat/completions", "/v1/completions":
+		if a.cfg.serverLoadTracking {
+			a.load.Add(1)
+			defer a.load.Add(-1)
+		}
+		a.generate(w, r, path == "/v1/chat/completions")
+	}
+}
+
+func writeDetail(w http.ResponseWriter, status int, detail string) {
+	writeJSON(w, status, []byte(`{"detail":"`+detail+`"}`))
+}
+
+var metricsBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+func (a *api) metrics(w http.ResponseWriter) {
+	fams, err := a.m.reg.Gather()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	bp := metricsBufPool.Get().(*[]byte)
+	b := promtext.Append((*bp)[:0], fams, a.m.style)
+	w.Header().Set("Content-Type", promtext.ContentType)
+	_, _ = w.Write(b)
+	*bp = b
+	metricsBufPool.Put(bp)
+}
+
+func (a *api) models(w http.ResponseWriter) {
+	now := time.Now().Unix()
+	b := []byte(`{"object":"list","data":[`)
+	for i, name := range a.cfg.servedNames {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = jsonw.String(b, name)
+		b = append(b, `,"object":"model","created":`...)
+		b = strconv.AppendInt(b, now, 10)
+		b = append(b, `,"owned_by":"vllm","root":`...)
+		b = jsonw.String(b, a.cfg.model)
+		b = append(b, `,"parent":null,"max_model_len":`...)
+		b = jsonw.Int(b, a.cfg.maxModelLen)
+		b = append(b, `,"permission":[{"id":"modelperm-`...)
+		b = append(b, openai.NewID()...)
+		b = append(b, `","object":"model_permission","created":`...)
+		b = strconv.AppendInt(b, now, 10)
+		b = append(b, `,"allow_create_engine":false,"allow_sampling":true,"allow_logprobs":true,"allow_search_indices":false,"allow_view":true,"allow_fine_tuning":false,"organization":"*","group":null,"is_blocking":false}]}`...)
+	}
+	b = append(b, "]}"...)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// tokenizeHandler is POST /tokenize: {"prompt"} or {"messages"} to token ids.
+func (a *api) tokenizeHandler(w http.ResponseWriter, r *http.Request) {
+	body, release, err := server.ReadBody(r, maxBody)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), "")
+		return
+	}
+	defer release()
+	var ids []uint32
+	if chat, cerr := openai.DecodeChat(body); cerr == nil {
+		ids = tokenize.Encode(nil, tokenize.ApplyChatTemplate(chat.Messages))
+	} else if comp, perr := openai.DecodeCompletion(body); perr == nil {
+		ids = comp.PromptIDs
+		if ids == nil {
+			ids = tokenize.Encode(nil, comp.Prompt)
+		}
+	} else {
+		var ve *openai.ValidationError
+		if errors.As(perr, &ve) {
+			msg, param := validationMessage(ve.Errors)
+			writeError(w, http.StatusBadRequest, "Bad Request", msg, param)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "BadRequestError", perr.Error(), "")
+		return
+	}
+	b := []byte(`{"count":`)
+	b = jsonw.Int(b, len(ids))
+	b = append(b, `,"max_model_len":`...)
+	b = jsonw.Int(b, a.cfg.maxModelLen)
+	b = append(b, `,"tokens":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(id), 10)
+	}
+	b = append(b, `],"token_strs":null}`...)
+	writeJSON(w, http.StatusOK, b)
+}
+
+var promptPool = sync.Pool{New: func() any { s := make([]uint32, 0, 512); return &s }}
+
+// generate serves /v1/chat/completions (chat) and /v1/completions.
+func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	arrival := time.Now()
+	if !server.IsJSON(r) {
+		msg, param := validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"header", "content-type"}, Msg: "Unsupported Media Type: Only 'application/json' is allowed", Input: r.Header.Get("Content-Type")}})
+		writeError(w, http.StatusBadRequest, "Bad Request", msg, param)
+		return
+	}
+	body, release, err := server.ReadBody(r, maxBody)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), "")
+		return
+	}
+	defer release()
+
+	var common *openai.Common
+	pp := promptPool.Get().(*[]uint32)
+	defer func() { *pp = (*pp)[:0]; promptPool.Put(pp) }()
+	prompt := (*pp)[:0]
+	what := "messages"
+	if chat {
+		req, err := openai.DecodeChat(body)
+		if err != nil {
+			a.badRequest(w, err)
+			return
+		}
+		common = &req.Common
+		prompt = tokenize.Encode(prompt, tokenize.ApplyChatTemplate(req.Messages))
+	} else {
+		req, err := openai.DecodeCompletion(body)
+		if err != nil {
+			a.badRequest(w, err)
+			return
+		}
+		common = &req.Common
+		what = "prompt"
+		if req.PromptIDs != nil {
+			prompt = append(prompt, req.PromptIDs...)
+		} else {
+			prompt = tokenize.Encode(prompt, req.Prompt)
+		}
+	}
+	*pp = prompt
+
+	if common.StreamOptions != nil && !common.Stream {
+		msg, _ := validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"body"}, Msg: "Value error, Stream options can only be defined when `stream=True`.", Input: "<dict>", Ctx: "Stream options can only be defined when `stream=True`."}})
+		writeError(w, http.StatusBadRequest, "Bad Request", msg, "body")
+		return
+	}
+	if common.Model != "" && !slices.Contains(a.cfg.servedNames, common.Model) {
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", common.Model), "")
+		return
+	}
+	model := a.cfg.servedName()
+	if common.Model != "" {
+		model = common.Model
+	}
+	if common.N != 1 {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d: the simulated engine generates one choice per request (n=1)", common.N), "n")
+		return
+	}
+	p := len(prompt)
+	if p >= a.cfg.maxModelLen {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input %s.", a.cfg.maxModelLen, p, what), "")
+		return
+	}
+	if common.MaxTokens == 0 || common.MaxTokens < -1 {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", common.MaxTokens), "max_tokens")
+		return
+	}
+	if common.MaxTokens > a.cfg.maxModelLen-p {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", common.MaxTokens, a.cfg.maxModelLen, p, common.MaxTokens, a.cfg.maxModelLen, p), "max_tokens")
+		return
+	}
+	out := openai.Plan(common.MaxTokens, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS)
+	if out.Tokens > a.cfg.maxModelLen-p {
+		out = openai.Output{Tokens: a.cfg.maxModelLen - p, Finish: openai.FinishLength}
+	}
+
+	base := r.Header.Get("X-Request-Id")
+	if base == "" {
+		base = common.RequestID
+	}
+	if base == "" {
+		base = openai.NewID()
+	}
+	id := "cmpl-" + base
+	if chat {
+		id = "chatcmpl-" + base
+	}
+	s := &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: common.MaxTokens, arrival: arrival}
+	created := arrival.Unix()
+	if common.Stream {
+		a.stream(w, r, chat, s, id, created, model, common)
+		return
+	}
+	res, err := a.eng.run(r.Context(), s, nil)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return // client gone; nobody reads an answer
+		}
+		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error(), "")
+		return
+	}
+	u := usage{prompt: p, completion: res.generated, cached: res.cached, details: a.cfg.promptTokensDetail}
+	if f := r.Header.Get("endpoint-load-metrics-format"); f != "" {
+		if v := a.orcaHeader(f); v != "" {
+			w.Header().Set("endpoint-load-metrics", v)
+		}
+	}
+	bp := server.GetBuf()
+	var b []byte
+	if chat {
+		b = appendChatResponse(*bp, id, created, model, out.Text(), res.finish, u)
+	} else {
+		b = appendCompletionResponse(*bp, id, created, model, out.Text(), res.finish, u)
+	}
+	writeJSON(w, http.StatusOK, b)
+	*bp = b
+	server.PutBuf(bp)
+}
+
+func (a *api) badRequest(w http.ResponseWriter, err error) {
+	var ve *openai.ValidationError
+	if errors.As(err, &ve) {
+		msg, param := validationMessage(ve.Errors)
+		writeError(w, http.StatusBadRequest, "Bad Request", msg, param)
+		return
+	}
+	writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), "")
+}
+
+// orcaHeader is the endpoint-load-metrics response header (TEXT or JSON).
+func (a *api) orcaHeader(format string) string {
+	st := a.eng.sched.State()
+	kv := jsonw.PyRepr(st.Usage())
+	waiting := jsonw.PyRepr(float64(st.Waiting))
+	switch strings.ToUpper(strings.TrimSpace(format)) {
+	case "TEXT":
+		return "TEXT named_metrics.kv_cache_usage_perc=" + kv + ", named_metrics.num_requests_waiting=" + waiting
+	case "JSON":
+		return `JSON {"named_metrics": {"kv_cache_usage_perc": ` + kv + `, "num_requests_waiting": ` + waiting + `}}`
+	}
+	return ""
+}
+
+// stream serves an SSE response: role chunk, content chunks paced by ITL, a
+// final chunk with finish_reason, the usage chunk when asked for, [DONE].
+func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, common *openai.Common) {
+	includeUsage := a.cfg.forceIncludeUsage
+	continuous := false
+	if so := common.StreamOptions; so != nil {
+		// vLLM's StreamOptions.include_usage defaults to true once the
+		// object is sent.
+		includeUsage = includeUsage || so.IncludeUsage == nil || *so.IncludeUsage
+		continuous = so.ContinuousUsageStats && includeUsage
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	bp := server.GetBuf()
+	defer func() { server.PutBuf(bp) }()
+	p := len(s.prompt)
+	object := "text_completion"
+	if chat {
+		object = "chat.completion.chunk"
+	}
+	send := func(build func(b []byte) []byte) error {
+		b := append((*bp)[:0], "data: "...)
+		b = build(b)
+		b = append(b, "\n\n"...)
+		*bp = b
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	emit := func(i int, res *result) error {
+		var cu *usage
+		if continuous {
+			cu = &usage{prompt: p, completion: i + 1}
+		}
+		last := i == s.out.Tokens-1
+		finish := ""
+		if last {
+			finish = s.out.Finish
+		}
+		text := s.out.TokenText(i)
+		if chat {
+			if i == 0 {
+				if err := send(func(b []byte) []byte {
+					var ru *usage
+					if continuous {
+						ru = &usage{prompt: p}
+					}
+					return appendChatChunk(b, id, created, model, chunkRole, "", "", ru)
+				}); err != nil {
+					return err
+				}
+			}
+			kind := chunkContent
+			if last {
+				kind = chunkFinal
+			}
+			return send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, kind, text, finish, cu) })
+		}
+		return send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, text, finish, cu) })
+	}
+	res, err := a.eng.run(r.Context(), s, emit)
+	if err != nil {
+		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
+			_ = send(func(b []byte) []byte {
+				b = append(b, `{"error":{"message":`...)
+				b = jsonw.String(b, err.Error())
+				return append(b, `,"type":"InternalServerError","param":null,"code":500}}`...)
+			})
+			_ = send(func(b []byte) []byte { return append(b, "[DONE]"...) })
+		}
+		return
+	}
+	if includeUsage {
+		u := usage{prompt: p, completion: res.generated, cached: res.cached, details: a.cfg.promptTokensDetail}
+		_ = send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
+	}
+	_ = send(func(b []byte) []byte { return append(b, "[DONE]"...) })
+}

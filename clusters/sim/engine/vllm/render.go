@@ -1,0 +1,198 @@
+package vllm
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+)
+
+// usage is a response's token accounting.
+type usage struct {
+	prompt, completion, cached int
+	details                    bool // --enable-prompt-tokens-details
+}
+
+// appendUsage writes {"prompt_tokens","total_tokens","completion_tokens"[,
+// "prompt_tokens_details"]}. withNull writes prompt_tokens_details: null when
+// absent (model_dump of a full response); stream usage chunks are dumped
+// with exclude_none and omit it.
+func appendUsage(b []byte, u usage, withNull bool) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = jsonw.Int(b, u.prompt)
+	b = append(b, `,"total_tokens":`...)
+	b = jsonw.Int(b, u.prompt+u.completion)
+	b = append(b, `,"completion_tokens":`...)
+	b = jsonw.Int(b, u.completion)
+	switch {
+	case u.details && u.cached > 0:
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = jsonw.Int(b, u.cached)
+		b = append(b, '}')
+	case withNull:
+		b = append(b, `,"prompt_tokens_details":null`...)
+	}
+	return append(b, '}')
+}
+
+func appendHead(b []byte, id, object string, created int64, model string) []byte {
+	b = append(b, `{"id":`...)
+	b = jsonw.String(b, id)
+	b = append(b, `,"object":`...)
+	b = jsonw.String(b, object)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	return jsonw.String(b, model)
+}
+
+// appendChatResponse is a non-streaming chat.completion (model_dump: nulls
+// present).
+func appendChatResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+	b = appendHead(b, id, "chat.completion", created, model)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	b = jsonw.String(b, text)
+	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,"finish_reason":`...)
+	b = jsonw.String(b, finish)
+	b = append(b, `,"stop_reason":null,"token_ids":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	b = appendUsage(b, u, true)
+	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}`...)
+}
+
+// appendCompletionResponse is a non-streaming text_completion.
+func appendCompletionResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+	b = appendHead(b, id, "text_completion", created, model)
+	b = append(b, `,"choices":[{"index":0,"text":`...)
+	b = jsonw.String(b, text)
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = jsonw.String(b, finish)
+	b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	b = appendUsage(b, u, true)
+	return append(b, `,"kv_transfer_params":null}`...)
+}
+
+// chunk is one SSE event of a stream; its JSON is built by the append*Chunk
+// functions (exclude_unset: only fields the server set).
+type chunkKind int
+
+const (
+	chunkRole chunkKind = iota
+	chunkContent
+	chunkFinal
+)
+
+// appendChatChunk writes a chat.completion.chunk with one choice.
+// continuous is the running usage for stream_options.continuous_usage_stats.
+func appendChatChunk(b []byte, id string, created int64, model string, kind chunkKind, text, finish string, continuous *usage) []byte {
+	b = appendHead(b, id, "chat.completion.chunk", created, model)
+	b = append(b, `,"choices":[{"index":0,"delta":{`...)
+	switch kind {
+	case chunkRole:
+		b = append(b, `"role":"assistant","content":""`...)
+	default:
+		b = append(b, `"content":`...)
+		b = jsonw.String(b, text)
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	if kind == chunkFinal {
+		b = jsonw.String(b, finish)
+		b = append(b, `,"stop_reason":null`...)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, "}]"...)
+	if continuous != nil {
+		b = append(b, `,"usage":`...)
+		b = appendUsage(b, *continuous, false)
+	}
+	return append(b, '}')
+}
+
+// appendCompletionChunk writes a text_completion stream chunk (vLLM dumps
+// these without exclude_unset, so every field is present).
+func appendCompletionChunk(b []byte, id string, created int64, model, text, finish string, continuous *usage) []byte {
+	b = appendHead(b, id, "text_completion", created, model)
+	b = append(b, `,"choices":[{"index":0,"text":`...)
+	b = jsonw.String(b, text)
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = jsonw.NullOrString(b, finish)
+	b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_token_ids":null}],"usage":`...)
+	if continuous != nil {
+		b = appendUsage(b, *continuous, false)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
+}
+
+// appendUsageChunk is the final stream chunk with choices [] and usage.
+func appendUsageChunk(b []byte, id, object string, created int64, model string, u usage) []byte {
+	b = appendHead(b, id, object, created, model)
+	b = append(b, `,"choices":[],"usage":`...)
+	b = appendUsage(b, u, false)
+	return append(b, '}')
+}
+
+// writeError writes vLLM's nested error body (since v0.10.1):
+// {"error":{"message","type","param","code"}}.
+func writeError(w http.ResponseWriter, status int, typ, msg, param string) {
+	bp := server.GetBuf()
+	b := append(*bp, `{"error":{"message":`...)
+	b = jsonw.String(b, msg)
+	b = append(b, `,"type":`...)
+	b = jsonw.String(b, typ)
+	b = append(b, `,"param":`...)
+	b = jsonw.NullOrString(b, param)
+	b = append(b, `,"code":`...)
+	b = jsonw.Int(b, status)
+	b = append(b, "}}"...)
+	writeJSON(w, status, b)
+	*bp = b
+	server.PutBuf(bp)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// validationMessage renders RequestValidationError the way vLLM's handler
+// does: "<n> validation error(s):\n  {...}" with Python dict reprs.
+func validationMessage(errs []openai.FieldError) (string, string) {
+	var b strings.Builder
+	label := "errors"
+	if len(errs) == 1 {
+		label = "error"
+	}
+	b.WriteString(strconv.Itoa(len(errs)))
+	b.WriteString(" validation ")
+	b.WriteString(label)
+	b.WriteString(":")
+	for _, e := range errs {
+		b.WriteString("\n  {'type': ")
+		b.WriteString(pyStr(e.Type))
+		b.WriteString(", 'loc': ")
+		b.WriteString(pyStr(strings.Join(e.Loc, ".")))
+		b.WriteString(", 'msg': ")
+		b.WriteString(pyStr(e.Msg))
+		b.WriteString(", 'input': ")
+		b.WriteString(pyStr(e.Input))
+		if e.Ctx != "" {
+			b.WriteString(", 'ctx': {'error': ")
+			b.WriteString(pyStr(e.Ctx))
+			b.WriteString("}")
+		}
+		b.WriteString("}")
+	}
+	param := ""
+	if len(errs) > 0 {
+		param = strings.Join(errs[0].Loc, ".")
+	}
+	return b.String(), param
+}
