@@ -182,13 +182,27 @@ func formatBound(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
+// sortSamples orders by name, then labels, so snapshots print and compare
+// stably. Keys are built once: building them inside the comparison made it
+// the bulk of a parse.
 func sortSamples(s []Sample) {
-	sort.SliceStable(s, func(i, j int) bool {
-		if s[i].Name != s[j].Name {
-			return s[i].Name < s[j].Name
+	type keyed struct {
+		key string
+		s   Sample
+	}
+	ks := make([]keyed, len(s))
+	for i, smp := range s {
+		ks[i] = keyed{seriesKey(smp.Name, smp.Labels), smp}
+	}
+	sort.SliceStable(ks, func(i, j int) bool {
+		if ks[i].s.Name != ks[j].s.Name {
+			return ks[i].s.Name < ks[j].s.Name
 		}
-		return seriesKey("", s[i].Labels) < seriesKey("", s[j].Labels)
+		return ks[i].key < ks[j].key
 	})
+	for i := range ks {
+		s[i] = ks[i].s
+	}
 }
 
 func clip(s string, n int) string {
