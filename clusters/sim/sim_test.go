@@ -583,3 +583,32 @@ func TestCloseIsIdempotentAndRefusesNewDeploys(t *testing.T) {
 		t.Fatal("deploy after close")
 	}
 }
+
+func TestDeleteAndCloseLeaveNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	c := sim.New(sim.Options{Programs: fakePrograms})
+	ctx := ctxT(t, 20*time.Second)
+	d, err := c.Deploy(ctx, md("leak", api.RouterVLLM, api.EngineVLLM, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitReady(ctx, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := d.OpenAIBaseURL(ctx)
+	tr := &http.Transport{}
+	resp, err := (&http.Client{Transport: tr}).Post(base+"/completions", "application/json",
+		strings.NewReader(`{"model":"m","prompt":"p"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	tr.CloseIdleConnections()
+	if err := d.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
