@@ -76,7 +76,7 @@ func FindClapError(output string) (ClapError, error) {
 	lines := Lines(output)
 	start := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l.Text, "error: ") {
+		if strings.HasPrefix(l.Message, "error: ") {
 			start = i
 			break
 		}
@@ -84,7 +84,7 @@ func FindClapError(output string) (ClapError, error) {
 	if start < 0 {
 		return ClapError{}, &NoClapError{Lines: len(lines), Tail: Tail(lines, 20)}
 	}
-	ce := ClapError{Line: lines[start].Number, Message: strings.TrimPrefix(lines[start].Text, "error: ")}
+	ce := ClapError{Line: lines[start].Number, Message: strings.TrimPrefix(lines[start].Message, "error: ")}
 	ce.Kind = OtherError
 	var m []string
 	switch msg := ce.Message; {
@@ -101,13 +101,13 @@ func FindClapError(output string) (ClapError, error) {
 	if ce.Kind == UnknownArgument {
 		ce.Flag, _, _ = strings.Cut(ce.Value, "=")
 	}
-	block := []string{lines[start].Text}
+	block := []string{lines[start].Message}
 	for _, l := range lines[start+1:] {
-		t := strings.TrimSpace(l.Text)
-		if strings.HasPrefix(l.Text, "error: ") {
+		t := strings.TrimSpace(l.Message)
+		if strings.HasPrefix(l.Message, "error: ") {
 			break // a second error: not part of this block
 		}
-		block = append(block, l.Text)
+		block = append(block, l.Message)
 		switch {
 		case strings.HasPrefix(t, "[possible values: ") && strings.HasSuffix(t, "]"):
 			for _, v := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(t, "[possible values: "), "]"), ", ") {

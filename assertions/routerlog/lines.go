@@ -121,9 +121,14 @@ func ParseLine(number int, raw string) Line {
 		l.Target = group(text, m, 3)
 		l.Location = group(text, m, 4)
 		l.Message = text[m[1]:]
+	} else if m := kubectlStampRE.FindStringIndex(text); m != nil {
+		// println! and clap output under `kubectl logs --timestamps`.
+		l.Message = text[m[1]:]
 	}
 	return l
 }
+
+var kubectlStampRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) `)
 
 func group(s string, m []int, i int) string {
 	if m[2*i] < 0 {

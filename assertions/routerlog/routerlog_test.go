@@ -253,6 +253,20 @@ func TestClapArgumentUsedTwice(t *testing.T) {
 	}
 }
 
+func TestClapUnderKubectlTimestamps(t *testing.T) {
+	var stamped []string
+	for _, l := range strings.Split(strings.TrimSuffix(clapTip, "\n"), "\n") {
+		stamped = append(stamped, "2026-12-02T15:45:01.123456789Z "+l)
+	}
+	ce, err := routerlog.FindClapError(strings.Join(stamped, "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ce.Value != "roundrobin" || len(ce.PossibleValues) != 6 || len(ce.Tips) != 1 || strings.Contains(ce.Text, "2026") {
+		t.Errorf("%+v", ce)
+	}
+}
+
 func TestClapOtherKinds(t *testing.T) {
 	ce, _ := routerlog.FindClapError("error: unexpected argument '--queue-size' found\n\n  tip: to pass '--queue-size' as a value, use '-- --queue-size'\n")
 	if ce.Kind != routerlog.UnknownArgument || ce.Flag != "--queue-size" || len(ce.Tips) != 0 {
