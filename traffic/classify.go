@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -45,6 +46,8 @@ func classify(err error, ex *exchange, o *outcome, runCtx, reqCtx context.Contex
 	}
 	if errors.As(err, new(streamEnd)) {
 		switch {
+		case !ex.sawDone && o.chunks == 0 && !isEventStream(ex.header):
+			return ClassMalformedSSE, fmt.Sprintf("a stream was asked for but the answer is Content-Type %q with no SSE events", ex.header.Get("Content-Type"))
 		case !ex.sawDone:
 			return ClassStreamCut, fmt.Sprintf("stream ended after %d chunks without data: [DONE]", o.chunks)
 		case o.finish == "":
@@ -86,6 +89,11 @@ func classify(err error, ex *exchange, o *outcome, runCtx, reqCtx context.Contex
 		return ClassMalformedBody, err.Error()
 	}
 	return ClassTransport, err.Error()
+}
+
+func isEventStream(h http.Header) bool {
+	ct := strings.ToLower(h.Get("Content-Type"))
+	return strings.HasPrefix(ct, "text/event-stream")
 }
 
 func isNetTimeout(err error) bool {

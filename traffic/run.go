@@ -207,9 +207,11 @@ func (r *runner) do(runCtx, workerCtx context.Context, i int, res *Result) {
 		}
 	}
 
+	// start precedes the deadline, so a timed-out request's latency is at
+	// least RequestTimeout.
+	start := time.Now()
 	reqCtx, cancel := context.WithTimeout(withExchange(workerCtx, ex), r.plan.RequestTimeout)
 	defer cancel()
-	start := time.Now()
 	res.StartOffset = start.Sub(r.start)
 	o := &ex.outcome
 	o.start = start

@@ -317,6 +317,54 @@ func TestMalformedSSELineIsMalformedSSE(t *testing.T) {
 	}
 }
 
+func TestStreamAnsweredWithPlainJSONIsMalformedSSE(t *testing.T) {
+	var f fakeOpenAI
+	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) {
+		req.Body["stream"] = false // a server that ignores "stream": true
+		answerOK(w, req)
+	})
+	p := plan(srv.URL, 1)
+	p.Mode = ModeStream
+	r := mustRun(t, p).Results[0]
+	wantClass(t, r, ClassMalformedSSE)
+	if !strings.Contains(r.Error, "application/json") {
+		t.Errorf("error %q does not name the content type", r.Error)
+	}
+}
+
+func TestCancelDuringRPSWaitDoesNotWaitOutTheSchedule(t *testing.T) {
+	var f fakeOpenAI
+	first := make(chan struct{}, 1)
+	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) {
+		answerOK(w, req)
+		select {
+		case first <- struct{}{}:
+		default:
+		}
+	})
+	p := plan(srv.URL, 100)
+	p.RPS = 1 // 99 s of schedule after the first request
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-first
+		cancel()
+	}()
+	rep, err := Run(ctx, p)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	// Request 0 may finish or be cut by the cancel; none of the rest is sent.
+	if rep.Summary.Wall > 30*time.Second {
+		t.Errorf("wall %v: the run waited out the schedule", rep.Summary.Wall)
+	}
+	for _, r := range rep.Results[1:] {
+		if r.Class != ClassCanceled || r.Latency != 0 || !strings.HasPrefix(r.Error, "not sent") {
+			t.Fatalf("request %d: class %q latency %v error %q, want canceled and not sent", r.Index, r.Class, r.Latency, r.Error)
+		}
+	}
+}
+
 func TestNonStreamBodyThatIsNotJSONIsMalformedBody(t *testing.T) {
 	var f fakeOpenAI
 	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) {
