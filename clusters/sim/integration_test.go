@@ -94,3 +94,37 @@ func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestRealPrefillDecodePair(t *testing.T) {
+	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
+		t.Run(router, func(t *testing.T) {
+			c := newCluster(t, sim.Options{Programs: realPrograms(t, router)})
+			m := md("pd", router, engineOf(router), 1)
+			m.Spec.Roles = []api.Role{
+				{Name: "prefill", Kind: api.RoleKindPrefill, InstanceType: "sim-gpu"},
+				{Name: "decode", Kind: api.RoleKindDecode, InstanceType: "sim-gpu"},
+			}
+			d := deployReady(t, c, m)
+			obj, _ := d.Object(ctxT(t, 5*time.Second))
+			if obj.Status.RoleSummary != "1R1P1D" {
+				t.Fatalf("summary %q", obj.Status.RoleSummary)
+			}
+			ctx := ctxT(t, 10*time.Second)
+			base, err := d.OpenAIBaseURL(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.Post(base+"/completions", "application/json", strings.NewReader(
+				`{"model":"Qwen/Qwen2.5-0.5B-Instruct","prompt":"hello","max_tokens":4}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			http.DefaultClient.CloseIdleConnections()
+			if resp.StatusCode != 200 {
+				t.Fatalf("P/D completion: %d %s", resp.StatusCode, body)
+			}
+		})
+	}
+}
