@@ -1,10 +1,7 @@
 package assertions_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -49,32 +46,9 @@ func mustPass(t *testing.T, msg string) {
 	}
 }
 
-// routerPod is a /metrics endpoint the test moves between scrapes.
-type routerPod struct {
-	mu   sync.Mutex
-	body string
-	url  string
-}
-
-func newRouterPod(t *testing.T, body string) *routerPod {
-	p := &routerPod{body: body}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	p.url = srv.URL + "/metrics"
-	return p
-}
-
-func (p *routerPod) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, _ = w.Write([]byte(p.body))
-}
-
-func (p *routerPod) set(s string) { p.mu.Lock(); p.body = s; p.mu.Unlock() }
-
-func (p *routerPod) scrape(t *testing.T) metrics.Snapshot {
+func scrape(t *testing.T, srv *exposition.Server) metrics.Snapshot {
 	t.Helper()
-	s, err := metrics.Scrape(t.Context(), p.url)
+	s, err := metrics.Scrape(t.Context(), srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +63,10 @@ const (
 // roundRobin gives the vllm-router snapshots around 120 round-robin
 // requests of which the picks are a/b per worker.
 func roundRobin(t *testing.T, a, b int) (before, after metrics.Snapshot) {
-	pod := newRouterPod(t, exposition.VLLMRouter("round_robin", map[string]int{w0: 1, w1: 1}, 2))
-	before = pod.scrape(t)
-	pod.set(exposition.VLLMRouter("round_robin", map[string]int{w0: 1 + a, w1: 1 + b}, 2))
-	return before, pod.scrape(t)
+	pod := exposition.Serve(t, exposition.VLLMRouter("round_robin", map[string]int{w0: 1, w1: 1}, 2))
+	before = scrape(t, pod)
+	pod.Set(exposition.VLLMRouter("round_robin", map[string]int{w0: 1 + a, w1: 1 + b}, 2))
+	return before, scrape(t, pod)
 }
 
 func TestHaveCounterRisenBy(t *testing.T) {
@@ -141,8 +115,8 @@ func TestHaveDeltaByWorker(t *testing.T) {
 }
 
 func TestHaveSeries(t *testing.T) {
-	ca := newRouterPod(t, exposition.SMG("cache_aware", model, 3, []string{w0, w1})).scrape(t)
-	rr := newRouterPod(t, exposition.SMG("round_robin", model, 3, []string{w0, w1})).scrape(t)
+	ca := scrape(t, exposition.Serve(t, exposition.SMG("cache_aware", model, 3, []string{w0, w1})))
+	rr := scrape(t, exposition.Serve(t, exposition.SMG("round_robin", model, 3, []string{w0, w1})))
 	mustPass(t, failure(ca, HaveSeries("smg_worker_requests_active", metrics.Eq("worker", w0)), false))
 	// smg_worker_requests_active exists only under cache_aware.
 	mustPass(t, failure(rr, HaveSeries("smg_worker_requests_active"), true))
@@ -156,24 +130,24 @@ func TestHaveSeries(t *testing.T) {
 }
 
 func TestHaveSumAndSumByOverMergedRouterPods(t *testing.T) {
-	a := newRouterPod(t, exposition.SMG("round_robin", model, 70, []string{w0, w1}))
-	b := newRouterPod(t, exposition.SMG("round_robin", model, 50, []string{w0, w1}))
-	m, err := metrics.Merge(a.scrape(t), b.scrape(t))
+	a := exposition.Serve(t, exposition.SMG("round_robin", model, 70, []string{w0, w1}))
+	b := exposition.Serve(t, exposition.SMG("round_robin", model, 50, []string{w0, w1}))
+	m, err := metrics.Merge(scrape(t, a), scrape(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rr := metrics.Eq("policy", "round_robin")
 	mustPass(t, failure(m, HaveSum("smg_worker_selection_total", BeEquivalentTo(120), rr), false))
 	msg := failure(m, HaveSum("smg_worker_selection_total", BeEquivalentTo(100), rr), false)
-	mustContain(t, msg, "(120) failed", metrics.SourceLabel+`="`+a.url+`"} 70`)
+	mustContain(t, msg, "(120) failed", metrics.SourceLabel+`="`+a.URL+`"} 70`)
 
 	mustPass(t, failure(m, HaveSumBy("smg_worker_selection_total", metrics.SourceLabel, HaveLen(2), rr), false))
-	msg = failure(m, HaveSumBy("smg_worker_selection_total", metrics.SourceLabel, HaveKeyWithValue(a.url, 60.0), rr), false)
+	msg = failure(m, HaveSumBy("smg_worker_selection_total", metrics.SourceLabel, HaveKeyWithValue(a.URL, 60.0), rr), false)
 	mustContain(t, msg, "by "+metrics.SourceLabel, ": 70", ": 50")
 }
 
 func TestHaveLabelValuesIn(t *testing.T) {
-	s := newRouterPod(t, exposition.VLLMRouter("cache_aware", map[string]int{w0: 3, w1: 4}, 2)).scrape(t)
+	s := scrape(t, exposition.Serve(t, exposition.VLLMRouter("cache_aware", map[string]int{w0: 3, w1: 4}, 2)))
 	mustPass(t, failure(s, HaveLabelValuesIn("vllm_router_processed_requests_total", "worker", []string{w1, w0}), false))
 
 	msg := failure(s, HaveLabelValuesIn("vllm_router_running_requests", "worker", []string{w0}), false)

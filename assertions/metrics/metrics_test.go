@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,28 +15,10 @@ import (
 
 const model = "Qwen/Qwen3-0.6B"
 
-// page is an httptest /metrics endpoint whose body the test can change
-// between scrapes, the way a live engine's counters move.
-type page struct {
-	mu   sync.Mutex
-	body string
-}
-
-func (p *page) set(s string) { p.mu.Lock(); p.body = s; p.mu.Unlock() }
-
-func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, _ = w.Write([]byte(p.body))
-}
-
-func serve(t *testing.T, body string) (*page, string) {
+func serve(t *testing.T, body string) (*exposition.Server, string) {
 	t.Helper()
-	p := &page{body: body}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return p, srv.URL + "/metrics"
+	srv := exposition.Serve(t, body)
+	return srv, srv.URL
 }
 
 func scrape(t *testing.T, url string) metrics.Snapshot {
@@ -305,7 +286,7 @@ func TestMergeAddsSourceLabelAndSums(t *testing.T) {
 func TestDeltaOfEngineCounterAcrossScrapes(t *testing.T) {
 	p, url := serve(t, exposition.VLLM(model, map[string]int{"stop": 10}, 0, 0, 100, 0))
 	before := scrape(t, url)
-	p.set(exposition.VLLM(model, map[string]int{"stop": 70, "length": 2}, 0, 0, 900, 512))
+	p.Set(exposition.VLLM(model, map[string]int{"stop": 70, "length": 2}, 0, 0, 900, 512))
 	after := scrape(t, url)
 	d, err := metrics.Delta(before, after, "vllm:request_success_total")
 	if err != nil || d != 62 {
@@ -323,7 +304,7 @@ func TestDeltaOfEngineCounterAcrossScrapes(t *testing.T) {
 func TestCounterResetIsAnError(t *testing.T) {
 	p, url := serve(t, exposition.VLLM(model, map[string]int{"stop": 50}, 0, 0, 0, 0))
 	before := scrape(t, url)
-	p.set(exposition.VLLM(model, map[string]int{"stop": 3}, 0, 0, 0, 0))
+	p.Set(exposition.VLLM(model, map[string]int{"stop": 3}, 0, 0, 0, 0))
 	after := scrape(t, url)
 	ds, err := metrics.Deltas(before, after, "vllm:request_success_total")
 	var reset *metrics.CounterResetError

@@ -1,10 +1,7 @@
 package split_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gpustack/routing-conformance/assertions/internal/exposition"
@@ -14,27 +11,13 @@ import (
 
 const model = "Qwen/Qwen3-0.6B"
 
-type engine struct {
-	mu   sync.Mutex
-	body string
-}
-
-func (e *engine) set(s string) { e.mu.Lock(); e.body = s; e.mu.Unlock() }
-func (e *engine) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_, _ = w.Write([]byte(e.body))
-}
-
 // replicas starts one /metrics server per replica name.
-func replicas(t *testing.T, names ...string) (map[string]*engine, map[string]string) {
+func replicas(t *testing.T, names ...string) (map[string]*exposition.Server, map[string]string) {
 	t.Helper()
-	es, urls := map[string]*engine{}, map[string]string{}
+	es, urls := map[string]*exposition.Server{}, map[string]string{}
 	for _, n := range names {
-		e := &engine{}
-		srv := httptest.NewServer(e)
-		t.Cleanup(srv.Close)
-		es[n], urls[n] = e, srv.URL+"/metrics"
+		es[n] = exposition.Serve(t, "")
+		urls[n] = es[n].URL
 	}
 	return es, urls
 }
@@ -54,11 +37,11 @@ func scrapeAll(t *testing.T, urls map[string]string) map[string]metrics.Snapshot
 
 func TestVLLMSplitSumsFinishedReasons(t *testing.T) {
 	es, urls := replicas(t, "md-engine-0", "md-engine-1")
-	es["md-engine-0"].set(exposition.VLLM(model, map[string]int{"stop": 3}, 0, 0, 0, 0))
-	es["md-engine-1"].set(exposition.VLLM(model, nil, 0, 0, 0, 0))
+	es["md-engine-0"].Set(exposition.VLLM(model, map[string]int{"stop": 3}, 0, 0, 0, 0))
+	es["md-engine-1"].Set(exposition.VLLM(model, nil, 0, 0, 0, 0))
 	before := scrapeAll(t, urls)
-	es["md-engine-0"].set(exposition.VLLM(model, map[string]int{"stop": 58, "length": 5}, 0, 0, 0, 0))
-	es["md-engine-1"].set(exposition.VLLM(model, map[string]int{"stop": 60}, 0, 0, 0, 0))
+	es["md-engine-0"].Set(exposition.VLLM(model, map[string]int{"stop": 58, "length": 5}, 0, 0, 0, 0))
+	es["md-engine-1"].Set(exposition.VLLM(model, map[string]int{"stop": 60}, 0, 0, 0, 0))
 	after := scrapeAll(t, urls)
 	s, err := split.FromSnapshots(split.VLLMRequestCounter, []string{"md-engine-0", "md-engine-1"}, before, after)
 	if err != nil {
@@ -72,10 +55,10 @@ func TestVLLMSplitSumsFinishedReasons(t *testing.T) {
 func TestSGLangSplitKeepsZeroReplica(t *testing.T) {
 	es, urls := replicas(t, "b", "a")
 	// SGLang's warm-up request makes the counter exist from start-up.
-	es["a"].set(exposition.SGLang(model, 1, 8, 0, 0))
-	es["b"].set(exposition.SGLang(model, 1, 8, 0, 0))
+	es["a"].Set(exposition.SGLang(model, 1, 8, 0, 0))
+	es["b"].Set(exposition.SGLang(model, 1, 8, 0, 0))
 	before := scrapeAll(t, urls)
-	es["a"].set(exposition.SGLang(model, 41, 20008, 19000, 0))
+	es["a"].Set(exposition.SGLang(model, 41, 20008, 19000, 0))
 	after := scrapeAll(t, urls)
 	s, err := split.FromSnapshots(split.SGLangRequestCounter, nil, before, after)
 	if err != nil {
@@ -88,10 +71,10 @@ func TestSGLangSplitKeepsZeroReplica(t *testing.T) {
 
 func TestSplitErrorsNameTheReplica(t *testing.T) {
 	es, urls := replicas(t, "r0", "r1")
-	es["r0"].set(exposition.VLLM(model, map[string]int{"stop": 9}, 0, 0, 0, 0))
-	es["r1"].set(exposition.SGLang(model, 0, 0, 0, 0))
+	es["r0"].Set(exposition.VLLM(model, map[string]int{"stop": 9}, 0, 0, 0, 0))
+	es["r1"].Set(exposition.SGLang(model, 0, 0, 0, 0))
 	before := scrapeAll(t, urls)
-	es["r0"].set(exposition.VLLM(model, map[string]int{"stop": 2}, 0, 0, 0, 0))
+	es["r0"].Set(exposition.VLLM(model, map[string]int{"stop": 2}, 0, 0, 0, 0))
 	after := scrapeAll(t, urls)
 
 	_, err := split.FromSnapshots(split.VLLMRequestCounter, []string{"r0"}, before, after)
