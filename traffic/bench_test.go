@@ -3,12 +3,15 @@ package traffic
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // The driver's hot path: go run over loopback against a server that answers
@@ -110,5 +113,27 @@ func BenchmarkSummarize10k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Summarize(results, time.Second)
+	}
+}
+
+// BenchmarkGoOpenAIJSON isolates what go-openai's encoding/json costs per
+// non-streaming chat request (request Marshal, response Decode), the part of
+// the driver's CPU that a raw load generator such as hey does not spend.
+func BenchmarkGoOpenAIJSON(b *testing.B) {
+	text, _ := newPrompter(Plan{Prompts: PromptSet{Nonce: "n"}}.withDefaults().Prompts).prompt(1)
+	req := openai.ChatCompletionRequest{
+		Model:     "m",
+		Messages:  []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: text}},
+		MaxTokens: 16,
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(req); err != nil {
+			b.Fatal(err)
+		}
+		var resp openai.ChatCompletionResponse
+		if err := json.NewDecoder(strings.NewReader(fastChat)).Decode(&resp); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
