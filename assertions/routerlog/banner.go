@@ -17,11 +17,11 @@ const BannerMarker = "Starting router on "
 type Banner struct {
 	Line    Line            `json:"line"`
 	Address string          `json:"address"` // "0.0.0.0:8081"
-	Mode    rustdebug.Value `json:"-"`
-	Policy  rustdebug.Value `json:"-"`
+	Mode    rustdebug.Value `json:"mode"`    // JSON: the Debug text
+	Policy  rustdebug.Value `json:"policy"`  // JSON: the Debug text
 	// KVConnector is vllm-router's connector (Nixl, Mooncake, MoriIO);
 	// HasKVConnector is false for sgl-model-gateway, which does not print it.
-	KVConnector    rustdebug.Value `json:"-"`
+	KVConnector    rustdebug.Value `json:"kvConnector"`
 	HasKVConnector bool            `json:"hasKvConnector"`
 	MaxPayload     string          `json:"maxPayload,omitempty"` // "512MB"
 	// Other holds any further `| key: value` parts, as text, so a newer

@@ -1,6 +1,7 @@
 package routerlog_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -110,6 +111,11 @@ func TestVRBannerWithANSI(t *testing.T) {
 	urls, _ := b.Mode.Field("worker_urls")
 	if len(urls.Items) != 0 {
 		t.Errorf("worker_urls = %v", urls)
+	}
+	// A report entry shows the forms as the router printed them.
+	js, err := json.Marshal(b)
+	if err != nil || !strings.Contains(string(js), `"policy":"`+cacheAware+`"`) || !strings.Contains(string(js), `"kvConnector":"Nixl"`) {
+		t.Errorf("JSON = %s, %v", js, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package rustdebug_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -177,6 +178,21 @@ func TestOtherStdForms(t *testing.T) {
 	}
 	if v, _ := rustdebug.Parse("true"); !v.Matches(true) || v.Matches(false) {
 		t.Error("bool")
+	}
+}
+
+func TestJSONIsTheDebugText(t *testing.T) {
+	v, _ := rustdebug.Parse(routerForms[10])
+	b, err := json.Marshal(map[string]rustdebug.Value{"mode": v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]rustdebug.Value
+	if err := json.Unmarshal(b, &back); err != nil || !back["mode"].Equal(v) {
+		t.Errorf("round trip through %s: %v", b, err)
+	}
+	if err := json.Unmarshal([]byte(`{"mode":"Regular {"}`), &back); err == nil {
+		t.Error("bad Debug text accepted")
 	}
 }
 

@@ -242,6 +242,20 @@ func toFloat(x any) (float64, bool) {
 
 func normalizeSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// MarshalText writes the Debug form, so a Value in a report reads as the
+// router printed it.
+func (v Value) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText parses a Debug form.
+func (v *Value) UnmarshalText(b []byte) error {
+	p, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*v = p
+	return nil
+}
+
 // String renders the value back in Rust's single-line Debug form.
 func (v Value) String() string {
 	var b strings.Builder
