@@ -18,7 +18,7 @@ func chartSVG(s Split) string {
 		width    = 470
 		labelW   = 170
 		barMaxW  = 240
-		rowH     = 26
+		rowH     = 34
 		barH     = 18
 		top      = 22
 		fontSize = 12
@@ -39,12 +39,11 @@ func chartSVG(s Split) string {
 		if scale > 0 {
 			w = int(float64(barMaxW) * r.Count / scale)
 		}
-		label := r.Replica
-		if r.Address != "" {
-			label += " " + r.Address
-		}
+		// Pod names share the deployment's prefix; their tails tell them apart.
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="%d" font-family="monospace">%s</text>`,
-			y+barH-4, fontSize-1, html.EscapeString(truncate(label, 26)))
+			y+11, fontSize-1, html.EscapeString(tail(r.Replica, 24)))
+		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="%d" font-family="monospace" fill="#666">%s</text>`,
+			y+24, fontSize-2, html.EscapeString(tail(r.Address, 26)))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" shape-rendering="crispEdges"/>`,
 			labelW, y, w, barH, BarFill)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="%d" font-family="sans-serif">%s</text>`,
@@ -69,7 +68,7 @@ func textBars(s Split) string {
 			n = int(40 * r.Count / scale)
 		}
 		// Pad by characters: the block character is three bytes.
-		fmt.Fprintf(&b, "%-32s %s%s %s\n", truncate(r.Replica+" "+r.Address, 32),
+		fmt.Fprintf(&b, "%-24s %-24s %s%s %s\n", tail(r.Replica, 24), tail(r.Address, 24),
 			strings.Repeat("█", n), strings.Repeat(" ", 40-n), formatNumber(r.Count))
 	}
 	b.WriteString("```\n")
@@ -82,4 +81,13 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// tail keeps the last n characters, marking the cut.
+func tail(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
 }

@@ -108,6 +108,14 @@ type MetricDelta struct {
 // EntryName implements Entry.
 func (MetricDelta) EntryName() string { return EntryMetricDelta }
 
+func (m MetricDelta) String() string {
+	s := fmt.Sprintf("%s%s: %s -> %s (+%s)", m.Metric, labelString(m.Labels), formatNumber(m.Before), formatNumber(m.After), formatNumber(m.Delta))
+	if m.Expected != nil {
+		s += ", documented +" + formatNumber(*m.Expected)
+	}
+	return s
+}
+
 // Banner is the router startup line a spec matched.
 type Banner struct {
 	Claim    string `json:"claim"`

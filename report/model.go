@@ -343,11 +343,7 @@ func entryLine(e types.ReportEntry) string {
 	case *Split:
 		return fmt.Sprintf("split %s: %s by %s (%d requests, %d failed)", x.Title, x.Counts(), x.Source, x.Requests, x.Failures)
 	case *MetricDelta:
-		s := fmt.Sprintf("metric %s%s: %s -> %s (+%s)", x.Metric, labelString(x.Labels), formatNumber(x.Before), formatNumber(x.After), formatNumber(x.Delta))
-		if x.Expected != nil {
-			s += ", documented +" + formatNumber(*x.Expected)
-		}
-		return s
+		return "metric " + x.String()
 	case *Banner:
 		return "banner: " + x.Line
 	case *Series:

@@ -1,0 +1,75 @@
+package routing
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/clusters/kube"
+	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/config"
+)
+
+// newCluster builds the configured target for this process.
+func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Cluster, error) {
+	switch cfg.Target {
+	case config.TargetSim:
+		versions := map[string]string{}
+		for _, e := range cfg.Engines {
+			versions[e.Name] = e.Version
+		}
+		return sim.New(sim.Options{
+			Engine: sim.EngineKnobs{
+				TTFT:         cfg.Sim.EngineTTFT.D(),
+				ITL:          cfg.Sim.EngineITL.D(),
+				OutputTokens: cfg.Sim.EngineOutputTokens,
+			},
+			EngineVersions: versions,
+		}), nil
+	case config.TargetKube, config.TargetKind:
+		opts := kubeOptions(cfg, s)
+		if cfg.Target == config.TargetKind {
+			opts.Kubeconfig, opts.Context, opts.Target = s.Kubeconfig, "", config.TargetKind
+		}
+		return kube.Connect(ctx, opts)
+	}
+	return nil, fmt.Errorf("%s: target %q is not one of %v", cfg.File(), cfg.Target, config.Targets)
+}
+
+func kubeOptions(cfg *config.Config, s shared) kube.Options {
+	images := map[string]string{}
+	for _, e := range cfg.Engines {
+		if e.Image != "" {
+			images[e.Name] = e.Image
+		}
+	}
+	return kube.Options{
+		Kubeconfig:        cfg.Kube.Kubeconfig,
+		Context:           cfg.Kube.Context,
+		RunID:             s.RunID,
+		NamespacePrefix:   cfg.Kube.NamespacePrefix,
+		NamespaceSuffix:   fmt.Sprintf("p%d", GinkgoParallelProcess()),
+		OperatorNamespace: cfg.Kube.OperatorNamespace,
+		InstanceType:      cfg.InstanceType,
+		EngineImages:      images,
+		Logf:              GinkgoWriter.Printf,
+	}
+}
+
+// createKindCluster creates the throwaway cluster on process 1 and returns
+// its kubeconfig path; the cluster is deleted after every process is done.
+func createKindCluster(ctx context.Context, cfg *config.Config) string {
+	Fail(fmt.Sprintf("%s: target kind needs package clusters/kind, which this build does not have yet; "+
+		"create the cluster yourself and run with E2E_TARGET=kube", cfg.File()))
+	return ""
+}
+
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
