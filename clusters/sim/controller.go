@@ -204,12 +204,16 @@ func (d *deployment) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 		Ports: []int{int(w.Port)}, Main: main,
 	}
 	if !w.Unmanaged {
-		probe := func(threshold int) *kubelet.Probe {
+		probe := func(period time.Duration, threshold int) *kubelet.Probe {
 			return &kubelet.Probe{HTTPPath: "/health", HTTPPort: int(w.Port), Period: period, FailureThreshold: threshold}
 		}
-		ctr.StartupProbe = probe(startupFailureThreshold)
-		ctr.ReadinessProbe = probe(readinessFailureThreshold)
-		ctr.LivenessProbe = probe(livenessFailureThreshold)
+		// Startup is polled at the full rate so a replica is Ready soon after it
+		// answers; the steady-state probes run 4x slower, because each GET is an
+		// access-log line in the engine (the operator's 10 s period makes that
+		// one line per probe per 10 s on a cluster).
+		ctr.StartupProbe = probe(period, startupFailureThreshold)
+		ctr.ReadinessProbe = probe(4*period, readinessFailureThreshold)
+		ctr.LivenessProbe = probe(4*period, livenessFailureThreshold)
 	}
 	spec := kubelet.PodSpec{
 		Name: kubelet.GenerateName(w.GenerateName), Namespace: md.Metadata.Namespace,

@@ -78,8 +78,10 @@ type Options struct {
 	EngineVersions map[string]string
 	// Kubelet tunes back-off and carries the log and event sinks.
 	Kubelet kubelet.Options
-	// ProbePeriod paces the Pods' probes (default 50 ms; the operator's 10 s).
-	// The engines' startup probe allows 180 periods, as the operator's does.
+	// ProbePeriod paces the Pods' probes (default 50 ms; the operator's 10 s):
+	// the engines' startup probe (180 periods allowed, as the operator's) and
+	// the routers' TCP readiness run at this period, the engines' readiness
+	// and liveness probes at 4 periods.
 	ProbePeriod time.Duration
 	// ResyncPeriod is the controller's pass interval (default 50 ms).
 	ResyncPeriod time.Duration

@@ -335,6 +335,19 @@ type EngineWorkload struct {
 	PodSpecHash string
 }
 
+// RenderEngineArgs is the engine container's whole argv for one role
+// (operator.md §6 Engine Pods): `vllm serve <model> [connector] [extraArgs]
+// --host 0.0.0.0 --port <port>` or `python3 -m sglang.launch_server
+// --model-path <model> --enable-metrics [connector] [extraArgs] --host ...`,
+// the bind flags filled only when the role did not pass them.
+func RenderEngineArgs(md *api.ModelDeployment, role *api.Role) ([]string, error) {
+	w, err := RenderEngine(md, role, 0)
+	if err != nil {
+		return nil, err
+	}
+	return w.Command, nil
+}
+
 // RenderEngine renders replica ordinal of role (leader member, size 1 shape).
 func RenderEngine(md *api.ModelDeployment, role *api.Role, ordinal int) (EngineWorkload, error) {
 	if md.Spec.Model.Name == "" {

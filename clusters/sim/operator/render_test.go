@@ -283,3 +283,21 @@ func TestRenderLLMDArgs(t *testing.T) {
 		t.Fatalf("llm-d rolls by config hash")
 	}
 }
+
+func TestRenderEngineArgsFillsBindFlagsOnlyWhenAbsent(t *testing.T) {
+	md := newMD(api.RouterVLLM, api.EngineVLLM)
+	md.Spec.Roles[0].ExtraArgs = []string{"--host=127.0.0.1"}
+	Default(md)
+	got, err := RenderEngineArgs(md, &md.Spec.Roles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "vllm serve Qwen/Qwen2.5-0.5B-Instruct --host=127.0.0.1 --port 8000" {
+		t.Fatalf("%v", got)
+	}
+	md.Spec.Roles[0].Command = []string{"python3", "-m", "sglang.launch_server", "--model-path", "x"}
+	got, _ = RenderEngineArgs(md, &md.Spec.Roles[0])
+	if strings.Join(got, " ") != "python3 -m sglang.launch_server --model-path x" {
+		t.Fatalf("a take-over command is used verbatim: %v", got)
+	}
+}
