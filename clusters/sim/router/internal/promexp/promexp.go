@@ -39,6 +39,10 @@ func Handler(reg *prometheus.Registry) http.Handler {
 		w.Header().Set("Content-Type", string(format))
 		enc := expfmt.NewEncoder(w, format)
 		for _, mf := range mfs {
+			if mf.GetHelp() == "" {
+				// An undescribed metric has no HELP line.
+				mf.Help = nil
+			}
 			if err := enc.Encode(mf); err != nil {
 				return
 			}

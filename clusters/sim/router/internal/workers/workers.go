@@ -30,9 +30,9 @@ type Worker struct {
 	role Role
 	// PodName and PodUID identify the Pod it was discovered from.
 	PodName, PodUID string
-	// Model is the model id the router keys the worker by (SG IGW: the
+	// ModelID is the model id the router keys the worker by (SG IGW: the
 	// served model name; VR: "").
-	Model string
+	ModelID string
 	// BootstrapPort is the PD prefill bootstrap port (annotation), if any.
 	BootstrapPort *int
 	// ID is the registry's id for the worker (a random UUID, as both
@@ -59,6 +59,10 @@ func New(url string, port int, role Role, cb CircuitConfig) *Worker {
 
 // URL is the worker's base URL, e.g. http://127.3.0.7:8000.
 func (w *Worker) URL() string { return w.url }
+
+// Model is the worker's model id (policy.ModelWorker: SG cache_aware keys
+// its tree by it).
+func (w *Worker) Model() string { return w.ModelID }
 
 // Port is the worker's port.
 func (w *Worker) Port() int { return w.port }

@@ -1,0 +1,662 @@
+package sglanggateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/observer"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/reqid"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routetext"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
+)
+
+// errNoWorkers is the message of SG's no_available_workers error.
+const errNoWorkers = "No available workers (all circuits open or unhealthy)"
+
+// handler is build_app: protected and public routes, admin routes, the
+// operator's observer view, a 404 fallback; request-id and HTTP-metrics
+// layers around everything.
+func (rt *router) handler() http.Handler {
+	mux := http.NewServeMux()
+	method := func(m, path string, h http.HandlerFunc) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != m && !(m == http.MethodGet && r.Method == http.MethodHead) {
+				w.Header().Set("Allow", m)
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
+			h(w, r)
+		})
+	}
+	post := func(path string, h http.HandlerFunc) { method(http.MethodPost, path, h) }
+	get := func(path string, h http.HandlerFunc) { method(http.MethodGet, path, h) }
+
+	post("/generate", rt.typed("/generate"))
+	post("/v1/chat/completions", rt.typed("/v1/chat/completions"))
+	post("/v1/completions", rt.typed("/v1/completions"))
+	post("/v1/responses", rt.typed("/v1/responses"))
+	post("/v1/embeddings", rt.typed("/v1/embeddings"))
+	post("/rerank", rt.typed("/v1/rerank"))
+	post("/v1/rerank", rt.typed("/v1/rerank"))
+	post("/v1/classify", rt.typed("/v1/classify"))
+
+	get("/liveness", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "OK") })
+	get("/health", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "OK") })
+	get("/readiness", rt.readiness)
+	get("/health_generate", rt.healthGenerate)
+	get("/v1/models", rt.models)
+	get("/get_model_info", rt.modelInfo)
+	get("/get_server_info", rt.serverInfo)
+	get("/get_loads", rt.getLoads)
+	get("/workers", rt.listWorkers)
+	get(observer.Path, observer.Handler(rt.boot, rt.observe).ServeHTTP)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
+
+	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > int64(rt.cfg.maxPayload) {
+			text(w, http.StatusRequestEntityTooLarge, "length limit exceeded")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, int64(rt.cfg.maxPayload))
+		mux.ServeHTTP(w, r)
+	})
+	return reqid.Middleware(rt.cfg.requestIDs, true, rt.httpMetrics(limited))
+}
+
+// httpMetrics is the HTTP layer's series: the request when it arrives, the
+// response (status and X-SMG-Error-Code) and the duration when it is done.
+func (rt *router) httpMetrics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		path := normalizePath(r.URL.Path)
+		rt.m.httpRequests.WithLabelValues(r.Method, path).Inc()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		rt.m.httpResponses.WithLabelValues(strconv.Itoa(sw.status), sw.Header().Get("X-SMG-Error-Code")).Inc()
+		rt.m.httpDuration.WithLabelValues(r.Method, path).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wroteHeader {
+		s.status, s.wroteHeader = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	s.wroteHeader = true
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func text(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+type kv struct {
+	k string
+	v any
+}
+
+// orderedJSON renders keys in insertion order (serde_json preserve_order).
+func orderedJSON(pairs ...kv) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range pairs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(p.k)
+		var vb []byte
+		if raw, ok := p.v.(json.RawMessage); ok {
+			vb = raw
+		} else {
+			vb, _ = json.Marshal(p.v)
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// smgError is routers::error::create_error: JSON
+// {"error":{"type","code","message"}} plus X-SMG-Error-Code.
+func smgError(status int, code, message string) outcome {
+	body := orderedJSON(kv{"error", json.RawMessage(orderedJSON(kv{"type", canonicalReason(status)}, kv{"code", code}, kv{"message", message}))})
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-SMG-Error-Code", code)
+	return outcome{status: status, header: h, body: body, routerMade: true}
+}
+
+// canonicalReason is http::StatusCode::canonical_reason.
+func canonicalReason(status int) string {
+	if s := http.StatusText(status); s != "" {
+		return s
+	}
+	return "Unknown Status Code"
+}
+
+func (rt *router) readiness(w http.ResponseWriter, r *http.Request) {
+	all := rt.reg.All()
+	healthy := 0
+	var hasPre, hasDec bool
+	for _, wk := range all {
+		if wk.Healthy() {
+			healthy++
+			hasPre = hasPre || wk.Role() == workers.Prefill
+			hasDec = hasDec || wk.Role() == workers.Decode
+		}
+	}
+	ready := healthy > 0
+	if !rt.cfg.enableIGW && rt.cfg.pd {
+		ready = hasPre && hasDec
+	}
+	if ready {
+		writeRaw(w, http.StatusOK, orderedJSON(kv{"status", "ready"}, kv{"healthy_workers", healthy}, kv{"total_workers", len(all)}))
+		return
+	}
+	writeRaw(w, http.StatusServiceUnavailable, orderedJSON(kv{"status", "not ready"}, kv{"reason", "insufficient healthy workers"}))
+}
+
+func (rt *router) healthGenerate(w http.ResponseWriter, r *http.Request) {
+	for _, wk := range rt.reg.All() {
+		if wk.Healthy() {
+			text(w, http.StatusOK, "At least one router has healthy workers")
+			return
+		}
+	}
+	text(w, http.StatusServiceUnavailable, "No routers with healthy workers available")
+}
+
+// models is the IGW registry's model list.
+func (rt *router) models(w http.ResponseWriter, r *http.Request) {
+	names := rt.modelNames()
+	if len(names) == 0 {
+		text(w, http.StatusServiceUnavailable, "No models available")
+		return
+	}
+	data := make([]json.RawMessage, len(names))
+	for i, n := range names {
+		data[i] = orderedJSON(kv{"id", n}, kv{"object", "model"}, kv{"owned_by", "local"})
+	}
+	raw, _ := json.Marshal(data)
+	body := orderedJSON(kv{"object", "list"}, kv{"data", json.RawMessage(raw)})
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+func (rt *router) modelNames() []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, wk := range rt.reg.All() {
+		if !seen[wk.ModelID] {
+			seen[wk.ModelID] = true
+			names = append(names, wk.ModelID)
+		}
+	}
+	return names
+}
+
+func (rt *router) serverInfo(w http.ResponseWriter, r *http.Request) {
+	text(w, http.StatusOK, string(orderedJSON(kv{"router_manager", true}, kv{"routers_count", 5}, kv{"workers_count", len(rt.reg.All())})))
+}
+
+// modelInfo proxies to the first healthy worker (the default router's
+// proxy_get_request).
+func (rt *router) modelInfo(w http.ResponseWriter, r *http.Request) {
+	var first *workers.Worker
+	for _, wk := range rt.reg.All() {
+		if wk.Healthy() {
+			first = wk
+			break
+		}
+	}
+	if first == nil {
+		writeOutcome(w, smgError(http.StatusServiceUnavailable, "no_workers", "No workers are available"), false)
+		return
+	}
+	res := upstream.Send(r.Context(), rt.client, http.MethodGet, first.URL()+"/get_model_info", nil, forwardHeaders(r.Header), false, nil)
+	if res.Err != nil {
+		writeOutcome(w, smgError(http.StatusInternalServerError, "call_upstream_request_error", res.Err.Error()), false)
+		return
+	}
+	writeOutcome(w, outcome{status: res.Status, header: res.Header, body: res.Body}, false)
+}
+
+func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
+	type entry struct {
+		Worker string `json:"worker"`
+		Load   int64  `json:"load"`
+	}
+	list := []entry{}
+	for _, wk := range rt.reg.All() {
+		list = append(list, entry{wk.URL(), wk.Load()})
+	}
+	b, _ := json.Marshal(map[string]any{"workers": list})
+	writeRaw(w, http.StatusOK, b)
+}
+
+func (rt *router) listWorkers(w http.ResponseWriter, r *http.Request) {
+	type entry struct {
+		ID        string `json:"id"`
+		URL       string `json:"url"`
+		ModelID   string `json:"model_id"`
+		Type      string `json:"worker_type"`
+		IsHealthy bool   `json:"is_healthy"`
+		Load      int64  `json:"load"`
+	}
+	list := []entry{}
+	for _, wk := range rt.reg.All() {
+		list = append(list, entry{wk.ID, wk.URL(), wk.ModelID, string(wk.Role()), wk.Healthy(), wk.Load()})
+	}
+	b, _ := json.Marshal(map[string]any{"workers": list, "total": len(list)})
+	writeRaw(w, http.StatusOK, b)
+}
+
+func (rt *router) observe() (uint64, []observer.Worker) {
+	var out []observer.Worker
+	for _, wk := range rt.reg.All() {
+		open := wk.CircuitOpen()
+		out = append(out, observer.Worker{
+			URL: wk.URL(), Port: wk.Port(), Role: string(wk.Role()), PodHint: wk.PodName, WorkerID: wk.ID,
+			Selection: observer.Selection{Registered: true, Healthy: wk.Healthy(), CircuitOpen: open, InSelection: wk.Healthy() && !open},
+		})
+	}
+	rt.mu.Lock()
+	for _, t := range rt.pending {
+		if rt.reg.Get(t.URL) != nil {
+			continue
+		}
+		out = append(out, observer.Worker{URL: t.URL, Port: t.Port, Role: string(t.Role), PodHint: t.Pod.Name})
+	}
+	rt.mu.Unlock()
+	return rt.reg.Revision(), out
+}
+
+// forwardHeaders keeps only the headers SG forwards to workers.
+func forwardHeaders(in http.Header) http.Header {
+	out := http.Header{}
+	for k, vs := range in {
+		l := strings.ToLower(k)
+		switch {
+		case l == "authorization", l == "x-request-id", l == "x-correlation-id", l == "traceparent",
+			l == "tracestate", l == "x-smg-routing-key", strings.HasPrefix(l, "x-request-id-"):
+			out[k] = append([]string(nil), vs...)
+		}
+	}
+	return out
+}
+
+// outcome is one attempt's answer.
+type outcome struct {
+	status     int
+	header     http.Header
+	body       []byte
+	routerMade bool
+	live       *http.Response
+	// done runs when the answer has been written (the load guard drop).
+	done func()
+}
+
+// readJSON decodes a JSON object body (axum's Json / ValidatedJson answers).
+func readJSON(w http.ResponseWriter, r *http.Request, required ...string) ([]byte, map[string]any, bool) {
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	if !strings.HasPrefix(ct, "application/json") && !strings.Contains(ct, "+json") {
+		text(w, http.StatusUnsupportedMediaType, "Expected request with `Content-Type: application/json`")
+		return nil, nil, false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
+			return nil, nil, false
+		}
+		text(w, http.StatusBadRequest, "Failed to buffer the request body: "+err.Error())
+		return nil, nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		text(w, http.StatusBadRequest, "Failed to parse the request body as JSON: "+err.Error())
+		return nil, nil, false
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: expected a JSON object")
+		return nil, nil, false
+	}
+	for _, f := range required {
+		if _, ok := obj[f]; !ok {
+			text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: missing field `"+f+"`")
+			return nil, nil, false
+		}
+	}
+	return body, obj, true
+}
+
+// typed is the IGW RouterManager path plus route_typed_request.
+func (rt *router) typed(route string) http.HandlerFunc {
+	var required []string
+	switch route {
+	case "/v1/chat/completions":
+		required = []string{"messages"}
+	case "/v1/completions":
+		required = []string{"model", "prompt"}
+	case "/v1/embeddings", "/v1/classify":
+		required = []string{"model", "input"}
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, obj, ok := readJSON(w, r, required...)
+		if !ok {
+			return
+		}
+		stream, _ := obj["stream"].(bool)
+		model, hasModel := obj["model"].(string)
+		if !hasModel && (route == "/v1/chat/completions" || route == "/v1/responses") {
+			// ChatCompletionRequest's model defaults to UNKNOWN_MODEL_ID.
+			model, hasModel = unknownModel, true
+		}
+		if route == "/v1/chat/completions" {
+			if msgs, _ := obj["messages"].([]any); len(msgs) == 0 {
+				writeOutcome(w, outcome{status: http.StatusBadRequest, body: []byte("messages cannot be empty"), routerMade: true}, false)
+				return
+			}
+		}
+		// resolve_model_id: a missing model is the only model, if one.
+		if !hasModel && rt.cfg.enableIGW {
+			names := rt.modelNames()
+			switch len(names) {
+			case 0:
+				text(w, http.StatusServiceUnavailable, "No models available - no workers registered")
+				return
+			case 1:
+				model = names[0]
+			default:
+				text(w, http.StatusBadRequest, "Model must be specified. Available models: "+strings.Join(names, ", "))
+				return
+			}
+		}
+		pd, ok := rt.selectRouter(model)
+		if !ok {
+			text(w, http.StatusNotFound, "Model '"+model+"' not found or no router available")
+			return
+		}
+		if pd {
+			rt.routePD(w, r, route, obj, model, stream)
+			return
+		}
+		rt.routeRegular(w, r, route, body, obj, model, stream)
+	}
+}
+
+// selectRouter is select_router_for_request for a model: the PD router when
+// the model's workers are prefill/decode ones, else the default HTTP
+// regular router; a router is usable only if the registry holds workers of
+// its kind.
+func (rt *router) selectRouter(model string) (pd bool, ok bool) {
+	var regular, pdCount, modelPD, modelAny int
+	for _, wk := range rt.reg.All() {
+		isPD := wk.Role() != workers.Regular
+		if isPD {
+			pdCount++
+		} else {
+			regular++
+		}
+		if !rt.cfg.enableIGW || wk.ModelID == model {
+			modelAny++
+			if isPD {
+				modelPD++
+			}
+		}
+	}
+	if !rt.cfg.enableIGW {
+		if rt.cfg.pd {
+			return true, true
+		}
+		return false, true
+	}
+	pd = modelAny > 0 && modelPD > 0
+	if pd {
+		return true, pdCount > 0
+	}
+	return false, regular > 0
+}
+
+func routeText(route string, obj map[string]any) string {
+	switch route {
+	case "/v1/chat/completions":
+		return routetext.SGChat(obj)
+	case "/v1/completions":
+		return routetext.SGPrompt(obj["prompt"])
+	case "/generate":
+		return routetext.SGGenerate(obj)
+	case "/v1/rerank":
+		s, _ := obj["query"].(string)
+		return s
+	}
+	return routetext.SGPrompt(obj["input"])
+}
+
+func (rt *router) candidates(model string, role workers.Role) []*workers.Worker {
+	var out []*workers.Worker
+	for _, wk := range rt.reg.All() {
+		if wk.Role() != role {
+			continue
+		}
+		if rt.cfg.enableIGW && wk.ModelID != model {
+			continue
+		}
+		if wk.Available() {
+			out = append(out, wk)
+		}
+	}
+	return out
+}
+
+func asPolicyWorkers(ws []*workers.Worker) []policy.Worker {
+	out := make([]policy.Worker, len(ws))
+	for i, w := range ws {
+		out[i] = w
+	}
+	return out
+}
+
+// selected records a pick: worker_selection_total and the branch counters.
+func (rt *router) selected(workerType, model string, pol policy.Policy) {
+	rt.m.selection.WithLabelValues(workerType, "http", model, pol.Name()).Inc()
+}
+
+func (rt *router) branch(pol policy.Policy, d policy.Decision) {
+	if d.Branch == "" {
+		return
+	}
+	switch pol.Name() {
+	case policy.Manual:
+		rt.m.manualBranch.WithLabelValues(d.Branch).Inc()
+		if ce, ok := pol.(policy.CacheEntries); ok {
+			rt.m.manualEntries.Set(float64(ce.CacheEntries()))
+		}
+	case policy.PrefixHash:
+		rt.m.prefixBranch.WithLabelValues(d.Branch).Inc()
+	}
+}
+
+func (rt *router) recordOutcome(w *workers.Worker, status int) {
+	ok := status/100 == 2
+	from, to, changed := w.RecordOutcome(ok)
+	o := "failure"
+	if ok {
+		o = "success"
+	}
+	rt.m.cbOutcomes.WithLabelValues(w.URL(), o).Inc()
+	if changed {
+		rt.m.cbTransitions.WithLabelValues(w.URL(), from.String(), to.String()).Inc()
+		rt.m.cbState.WithLabelValues(w.URL()).Set(float64(to))
+		rt.reg.Bump()
+	}
+}
+
+// routeRegular is the HTTP regular router's route_typed_request.
+func (rt *router) routeRegular(w http.ResponseWriter, r *http.Request, route string, body []byte, obj map[string]any, model string, stream bool) {
+	start := time.Now()
+	endpoint := routeToEndpoint(route)
+	rt.m.routerRequests.WithLabelValues("http", "regular", "http", model, endpoint, strconv.FormatBool(stream)).Inc()
+	hdr := forwardHeaders(r.Header)
+	hdr.Set("Content-Type", "application/json")
+	txt := routeText(route, obj)
+	out := retry.Do(r.Context(), rt.retryCfg,
+		func(uint32) outcome {
+			o := rt.attempt(r, route, body, hdr, txt, model, stream)
+			rt.m.upstreamResp.WithLabelValues("http", strconv.Itoa(o.status), errorCode(o)).Inc()
+			return o
+		},
+		func(o outcome) bool {
+			if retry.Retryable(o.status) {
+				// The dropped response releases its load guard.
+				if o.done != nil {
+					o.done()
+				}
+				return true
+			}
+			return false
+		},
+		func(d time.Duration, next uint32) {
+			rt.m.retries.WithLabelValues("regular", endpoint).Inc()
+			rt.m.backoff(d, next)
+		},
+		func() { rt.m.retriesExhausted.WithLabelValues("regular", endpoint).Inc() })
+	if out.status/100 == 2 {
+		rt.m.routerDuration.WithLabelValues("http", "regular", "http", model, endpoint).Observe(time.Since(start).Seconds())
+	} else if !retry.Retryable(out.status) {
+		rt.m.routerErrors.WithLabelValues("http", "regular", "http", model, endpoint, errorTypeFromStatus(out.status)).Inc()
+	}
+	if retry.Retryable(out.status) {
+		out.done = nil // already released
+	}
+	writeOutcome(w, out, stream)
+}
+
+func errorCode(o outcome) string {
+	if o.header == nil {
+		return ""
+	}
+	return o.header.Get("X-SMG-Error-Code")
+}
+
+// attempt is route_typed_request_once: select_worker_for_model (policy
+// re-run on every attempt), the load guard under cache_aware, send.
+func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.Header, txt, model string, stream bool) outcome {
+	avail := rt.candidates(model, workers.Regular)
+	if len(avail) == 0 {
+		return smgError(http.StatusServiceUnavailable, "no_available_workers", errNoWorkers)
+	}
+	d := rt.pol.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header, Model: model})
+	rt.branch(rt.pol, d)
+	if d.Index < 0 || d.Index >= len(avail) {
+		return smgError(http.StatusServiceUnavailable, "no_available_workers", errNoWorkers)
+	}
+	wk := avail[d.Index]
+	rt.selected("regular", model, rt.pol)
+	release := func() {}
+	if rt.pol.Name() == policy.CacheAware {
+		rt.m.requestsActive.WithLabelValues(wk.URL()).Set(float64(wk.IncLoad()))
+		released := false
+		release = func() {
+			if !released {
+				released = true
+				rt.m.requestsActive.WithLabelValues(wk.URL()).Set(float64(wk.DecLoad()))
+			}
+		}
+	}
+	res := upstream.Send(r.Context(), rt.client, http.MethodPost, wk.URL()+route, body, hdr, stream, retry.Retryable)
+	var out outcome
+	switch {
+	case res.Err != nil && res.ReadErr:
+		out = smgError(http.StatusInternalServerError, "read_response_body_failed", "Failed to read response body: "+res.Err.Error())
+	case res.Err != nil:
+		out = smgError(http.StatusInternalServerError, "call_upstream_request_error", res.Err.Error()+". URL: "+wk.URL()+route)
+	case res.Live != nil:
+		out = outcome{status: res.Status, header: res.Header, live: res.Live}
+	default:
+		out = outcome{status: res.Status, header: res.Header, body: res.Body}
+	}
+	out.done = release
+	rt.recordOutcome(wk, out.status)
+	if out.status/100 == 5 {
+		rt.m.workerErrors.WithLabelValues("regular", "http", errorTypeFromStatus(out.status)).Inc()
+	}
+	return out
+}
+
+// writeOutcome answers the client: buffered bodies whole, streams relayed
+// chunk by chunk with Content-Type forced to text/event-stream; done runs
+// once the answer is written.
+func writeOutcome(w http.ResponseWriter, o outcome, stream bool) {
+	if o.done != nil {
+		defer o.done()
+	}
+	h := w.Header()
+	if o.live != nil {
+		defer o.live.Body.Close()
+		upstream.CopyResponseHeaders(h, o.live.Header)
+		h.Del("Content-Length")
+		h.Set("Content-Type", "text/event-stream")
+		w.WriteHeader(o.status)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		_ = upstream.Relay(w, o.live.Body, nil)
+		return
+	}
+	if o.routerMade && o.header == nil {
+		text(w, o.status, string(o.body))
+		return
+	}
+	upstream.CopyResponseHeaders(h, o.header)
+	if stream && !o.routerMade {
+		h.Set("Content-Type", "text/event-stream")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(o.body)))
+	w.WriteHeader(o.status)
+	_, _ = w.Write(o.body)
+}
