@@ -549,3 +549,82 @@ func TestVRConfigErrorExits1(t *testing.T) {
 		t.Fatalf("exit %d stderr %q", code, r.Stderr.String())
 	}
 }
+
+func TestVRPDTwoStageWithMooncakeParams(t *testing.T) {
+	pods := routertest.NewPods()
+	pre := routertest.StartEngine(t, "p0", "", 0, "m")
+	dec := routertest.StartEngine(t, "d0", "", pre.Port, "m")
+	pp := routertest.EnginePod(ns, "md-prefill-0", pre, map[string]string{"app.kubernetes.io/instance": "md", "kind": "prefill"})
+	pp.Annotations = map[string]string{"vllm.ai/bootstrap-port": "8998"}
+	pods.Put(pp)
+	pods.Put(routertest.EnginePod(ns, "md-decode-0", dec, map[string]string{"app.kubernetes.io/instance": "md", "kind": "decode"}))
+	args := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
+		"--kv-connector=mooncake", "--service-discovery", "--service-discovery-namespace=" + ns,
+		"--service-discovery-port=" + strconv.Itoa(pre.Port), "--vllm-pd-disaggregation",
+		"--prefill-selector", "app.kubernetes.io/instance=md", "kind=prefill",
+		"--decode-selector", "app.kubernetes.io/instance=md", "kind=decode"}
+	r := routertest.Start(t, Main, args, nil, pods)
+	r.WaitReady(t, "/liveness", 5*time.Second)
+	routertest.Eventually(t, 5*time.Second, func() bool {
+		_, _, b := routertest.Get(t, r.Base()+"/list_workers")
+		return strings.Count(string(b), "http://") == 2
+	}, "pd workers not registered")
+	st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+	if st != 200 || !strings.Contains(string(b), `"worker":"d0"`) {
+		t.Fatalf("%d %s", st, b)
+	}
+	var p, d map[string]any
+	_ = json.Unmarshal(pre.LastBody(), &p)
+	_ = json.Unmarshal(dec.LastBody(), &d)
+	pk, _ := p["kv_transfer_params"].(map[string]any)
+	dk, _ := d["kv_transfer_params"].(map[string]any)
+	if p["max_tokens"] != float64(1) || pk["do_remote_decode"] != true || !strings.HasPrefix(fmt.Sprint(pk["transfer_id"]), "xfer-") {
+		t.Fatalf("prefill body %v", p)
+	}
+	if dk["do_remote_prefill"] != true || dk["transfer_id"] != pk["transfer_id"] || dk["remote_bootstrap_addr"] != "http://"+pre.IP+":8998" {
+		t.Fatalf("decode body %v", d)
+	}
+	if !strings.HasPrefix(pre.LastHeaders().Get("X-Request-Id"), "___prefill_addr_"+pre.IP) {
+		t.Fatalf("request id %q", pre.LastHeaders().Get("X-Request-Id"))
+	}
+	mfs := r.Metrics(t)
+	for name, url := range map[string]string{"vllm_router_pd_prefill_requests_total": pre.URL(), "vllm_router_pd_decode_requests_total": dec.URL()} {
+		if v, _ := routertest.Value(mfs, name, map[string]string{"worker": url}); v != 1 {
+			t.Errorf("%s = %v", name, v)
+		}
+	}
+	if v, _ := routertest.Value(mfs, "vllm_router_pd_requests_total", map[string]string{"route": "/v1/chat/completions"}); v != 1 {
+		t.Errorf("pd_requests %v", v)
+	}
+	out := logs(r)
+	if !strings.Contains(out, "mode: VllmPrefillDecode { prefill_urls: [], decode_urls: [], prefill_policy: None, decode_policy: None, discovery_address: None } | policy: CacheAware") ||
+		!strings.Contains(out, "Mode: vLLM PD Disaggregated") || !strings.Contains(out, "Adding pod: md-prefill-0 | type: Some(Prefill)") {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	if !strings.Contains(r.Stderr.String(), "INFO: Using K8s service discovery mode for vLLM PD disaggregation.") {
+		t.Fatalf("stderr %q", r.Stderr.String())
+	}
+}
+
+func TestVRConsistentHashSameHeaderSameWorker(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 3, pods)
+	r := startVR(t, es, pods, "--policy", "consistent_hash")
+	for _, key := range []string{"alice", "bob", "carol"} {
+		before := []int{es[0].Generations(), es[1].Generations(), es[2].Generations()}
+		for i := 0; i < 5; i++ {
+			routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", fmt.Sprint(i), false), map[string]string{"X-Session-Id": key})
+		}
+		moved := 0
+		for i, e := range es {
+			if d := e.Generations() - before[i]; d == 5 {
+				moved++
+			} else if d != 0 {
+				t.Fatalf("key %s split across workers", key)
+			}
+		}
+		if moved != 1 {
+			t.Fatalf("key %s: %d workers", key, moved)
+		}
+	}
+}
