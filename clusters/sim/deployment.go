@@ -24,6 +24,9 @@ import (
 // deployment is one ModelDeployment and its controller.
 type deployment struct {
 	c *Cluster
+	// name and namespace never change; they are kept outside obj so reading
+	// them needs no lock.
+	name, namespace string
 
 	mu         sync.Mutex
 	obj        *api.ModelDeployment // spec (defaulted) and the last status
@@ -42,7 +45,8 @@ type deployment struct {
 var _ clusters.Deployment = (*deployment)(nil)
 
 func newDeployment(c *Cluster, md *api.ModelDeployment) *deployment {
-	d := &deployment{c: c, obj: md, trigger: make(chan struct{}, 1), done: make(chan struct{})}
+	d := &deployment{c: c, name: md.Metadata.Name, namespace: md.Metadata.Namespace, obj: md,
+		trigger: make(chan struct{}, 1), done: make(chan struct{})}
 	d.normal("Admitted", fmt.Sprintf("ModelDeployment %s admitted (router %s)", d.key(), routerName(md)))
 	return d
 }
@@ -54,12 +58,10 @@ func routerName(md *api.ModelDeployment) string {
 	return md.Spec.Router.Name
 }
 
-func (d *deployment) key() string {
-	return d.obj.Metadata.Namespace + "/" + d.obj.Metadata.Name
-}
+func (d *deployment) key() string { return d.namespace + "/" + d.name }
 
-func (d *deployment) Name() string      { return d.obj.Metadata.Name }
-func (d *deployment) Namespace() string { return d.obj.Metadata.Namespace }
+func (d *deployment) Name() string      { return d.name }
+func (d *deployment) Namespace() string { return d.namespace }
 
 // record keeps a kubelet event about one of this deployment's Pods.
 func (d *deployment) record(e kubelet.Event) {
@@ -72,13 +74,12 @@ func (d *deployment) normal(reason, msg string) { d.own("Normal", reason, msg) }
 func (d *deployment) warn(reason, msg string)   { d.own("Warning", reason, msg) }
 
 func (d *deployment) own(typ, reason, msg string) {
-	d.record(kubelet.Event{Time: time.Now(), Namespace: d.obj.Metadata.Namespace, Pod: "", Type: typ,
+	d.record(kubelet.Event{Time: time.Now(), Namespace: d.namespace, Pod: "", Type: typ,
 		Reason: reason, Message: msg})
 }
 
 func (d *deployment) notFound() error {
-	return fmt.Errorf("modeldeployments.%s %q not found in namespace %q", api.Group, d.obj.Metadata.Name,
-		d.obj.Metadata.Namespace)
+	return fmt.Errorf("modeldeployments.%s %q not found in namespace %q", api.Group, d.name, d.namespace)
 }
 
 func (d *deployment) gone() bool {

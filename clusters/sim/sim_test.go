@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -609,6 +610,39 @@ func TestDeleteAndCloseLeaveNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConcurrentUseIsRaceFree(t *testing.T) {
+	c := newCluster(t, sim.Options{})
+	d := deployReady(t, c, md("conc", api.RouterVLLM, api.EngineVLLM, 1))
+	ctx := ctxT(t, 20*time.Second)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				switch (i + j) % 4 {
+				case 0:
+					_ = d.Update(ctx, func(m *api.ModelDeployment) {
+						m.Spec.Router.ExtraArgs = []string{"--policy", []string{"round_robin", "random"}[j%2]}
+					})
+				case 1:
+					_, _ = d.Object(ctx)
+					_ = d.Name() + d.Namespace()
+				case 2:
+					_, _ = d.RouterState(ctx)
+					_, _ = d.Replicas(ctx)
+				case 3:
+					_, _ = d.RouterLogs(ctx, clusters.LogOptions{})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := d.WaitReady(ctx, 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 }
