@@ -6,7 +6,9 @@ import (
 	"time"
 )
 
-func cb() CircuitConfig { return CircuitConfig{FailureThreshold: 3, SuccessThreshold: 2, Timeout: time.Hour} }
+func cb() CircuitConfig {
+	return CircuitConfig{FailureThreshold: 3, SuccessThreshold: 2, Timeout: time.Hour}
+}
 
 func TestRegistrationOrderForSG(t *testing.T) {
 	r := NewRegistry(OrderRegistration, rand.New(rand.NewPCG(1, 2)))
