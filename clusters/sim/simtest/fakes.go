@@ -1,7 +1,7 @@
 // Package simtest holds small stand-in programs (proc.Main) for testing the
 // sim's kubelet, operator loop and CLI without the real router and engine
-// emulators: an engine that answers /health, /v1/models, the two OpenAI
-// generation routes and /metrics, and a router that discovers workers by
+// emulators: an engine that answers /health, /v1/models, /server_info, the
+// two OpenAI generation routes and /metrics, and a router that discovers workers by
 // label through proc.PodWatcher, proxies round robin, serves
 // /observer/endpoints and exits 2 on a bad --policy like clap.
 package simtest
@@ -99,6 +99,12 @@ func Engine(ctx context.Context, c *proc.Container) int {
 			return
 		}
 	})
+	info := func(w http.ResponseWriter, _ *http.Request) {
+		// SGLang's server info, which sgl-model-gateway reads a worker's model from.
+		_, _ = fmt.Fprintf(w, `{"model_path":%q,"served_model_name":%q}`, model(c.Args), model(c.Args))
+	}
+	mux.HandleFunc("/server_info", info)
+	mux.HandleFunc("/get_server_info", info)
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, model(c.Args))
 	})
