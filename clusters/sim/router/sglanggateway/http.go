@@ -261,19 +261,6 @@ func (rt *router) modelInfo(w http.ResponseWriter, r *http.Request) {
 	writeOutcome(w, outcome{status: res.Status, header: res.Header, body: res.Body}, false)
 }
 
-func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
-	type entry struct {
-		Worker string `json:"worker"`
-		Load   int64  `json:"load"`
-	}
-	list := []entry{}
-	for _, wk := range rt.reg.All() {
-		list = append(list, entry{wk.URL(), wk.Load()})
-	}
-	b, _ := json.Marshal(map[string]any{"workers": list})
-	writeRaw(w, http.StatusOK, b)
-}
-
 func (rt *router) listWorkers(w http.ResponseWriter, r *http.Request) {
 	type entry struct {
 		ID        string `json:"id"`

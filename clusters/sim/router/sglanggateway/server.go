@@ -165,7 +165,6 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	mk := func(name string) (policy.Policy, error) {
 		return policy.New(policy.FlavorSG, name, cfg.policyCfg,
 			policy.WithRandSource(src),
-			policy.WithLoadSource(policy.LoadSourceFunc(func(string) (int64, bool) { return 0, false })),
 			policy.WithInfoLogger(func(r policy.LogRecord) {
 				log.Print(tracelog.Info, tracelog.Site{Target: r.Target, File: r.File, Line: r.Line}, r.Message)
 			}))
@@ -231,6 +230,8 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 			m.workerHealth.WithLabelValues(w.URL()).Set(b2f(healthy))
 		})
 	}()
+	wg.Add(1)
+	go func() { defer wg.Done(); rt.runLoadMonitor(runCtx) }()
 	if cfg.m.Int("max-concurrent-requests") <= 0 {
 		log.Info(siteRateLimitOff, "Rate limiting is disabled (max_concurrent_requests = -1)")
 	}

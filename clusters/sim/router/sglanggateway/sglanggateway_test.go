@@ -467,3 +467,33 @@ func TestSGVersionFlag(t *testing.T) {
 		t.Fatalf("%d %q", code, r.Stdout.String())
 	}
 }
+
+func TestSGModelFromGetServerInfoFallback(t *testing.T) {
+	pods := routertest.NewPods()
+	e := routertest.StartEngine(t, "w0", "", 0, "org/served-name")
+	e.OldServerInfo.Store(true)
+	pods.Put(routertest.EnginePod(ns, "md-server-0", e, selector))
+	r := startSG(t, []*routertest.Engine{e}, pods)
+	if got := registered(t, r).Workers[0].ModelID; got != "org/served-name" {
+		t.Fatalf("model %q", got)
+	}
+	if e.Count("/get_server_info") != 1 || !strings.Contains(logs(r), "falling back to '/get_server_info'") {
+		t.Fatalf("no fallback: %d", e.Count("/get_server_info"))
+	}
+	if st, _, _ := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("org/served-name", "hi", false), nil); st != 200 {
+		t.Fatalf("served name not routable: %d", st)
+	}
+}
+
+func TestSGPowerOfTwoPollsGetLoad(t *testing.T) {
+	pods := routertest.NewPods()
+	es := fleet(t, 2, pods)
+	r := startSG(t, es, pods, "--policy=power_of_two", "--worker-startup-check-interval=1")
+	routertest.Eventually(t, 5*time.Second, func() bool { return es[0].Count("/get_load") >= 1 && es[1].Count("/get_load") >= 1 }, "loads never polled")
+	if !strings.Contains(logs(r), "Starting load monitoring with interval: 1s") {
+		t.Fatalf("no load monitor line")
+	}
+	if st, _, b := routertest.Get(t, r.Base()+"/get_loads"); st != 200 || !strings.Contains(string(b), `{"worker":"`+es[0].URL()+`","load":`) {
+		t.Fatalf("get_loads %d %s", st, b)
+	}
+}

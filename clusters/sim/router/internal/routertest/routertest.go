@@ -58,6 +58,9 @@ type Engine struct {
 	ln    net.Listener
 
 	healthy atomic.Bool
+	// OldServerInfo makes /server_info answer 404 (older SGLang serves only
+	// /get_server_info).
+	OldServerInfo atomic.Bool
 	// FailNext makes the next n generation requests answer FailStatus.
 	failNext   atomic.Int64
 	failStatus atomic.Int64
@@ -182,6 +185,10 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{"id": e.Model, "object": "model", "owned_by": "vllm", "worker": e.Name}}})
 		return
 	case "/server_info", "/get_server_info":
+		if r.URL.Path == "/server_info" && e.OldServerInfo.Load() {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
 		writeJSON(w, map[string]any{"model_path": e.Model, "served_model_name": e.Model})
 		return
 	case "/get_load":
