@@ -1,0 +1,603 @@
+package sglang
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+)
+
+// api is SGLang's HTTP server (http_server.py).
+type api struct {
+	cfg    *config
+	eng    *engine
+	m      *metrics
+	stdout *server.Lines // uvicorn access log
+
+	up     atomic.Bool   // ServerStatus.Up: warm-up done
+	loaded chan struct{} // model loaded: generation may start
+}
+
+const maxBody = 64 << 20
+
+var routes = map[string][]string{
+	"/health":              {"GET"},
+	"/health_generate":     {"GET"},
+	"/metrics":             {"GET"},
+	"/v1/models":           {"GET"},
+	"/v1/chat/completions": {"POST"},
+	"/v1/completions":      {"POST"},
+	"/generate":            {"POST", "PUT"},
+	"/get_model_info":      {"GET"},
+	"/model_info":          {"GET"},
+	"/get_server_info":     {"GET"},
+	"/server_info":         {"GET"},
+	"/get_load":            {"GET"},
+	"/v1/loads":            {"GET"},
+	"/flush_cache":         {"GET", "POST"},
+}
+
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &server.Recorder{ResponseWriter: w}
+	a.serve(rec, r)
+	if a.cfg.logHTTP == "info" || a.cfg.logHTTP == "debug" {
+		a.stdout.Print("["+time.Now().Format("2006-01-02 15:04:05")+"] INFO:     ", server.AccessLine(r, rec.Code()))
+	}
+}
+
+func (a *api) serve(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	methods, known := routes[path]
+	if !known && strings.HasPrefix(path, "/v1/models/") {
+		methods, known = []string{"GET"}, true
+	}
+	if path == "/metrics" && !a.cfg.metrics {
+		known = false // add_prometheus_middleware mounts /metrics only with --enable-metrics
+	}
+	switch {
+	case !known:
+		writeJSON(w, http.StatusNotFound, []byte(`{"detail":"Not Found"}`))
+		return
+	case !slices.Contains(methods, r.Method):
+		w.Header().Set("Allow", strings.Join(methods, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, []byte(`{"detail":"Method Not Allowed"}`))
+		return
+	case a.cfg.apiKey != "" && !strings.HasPrefix(path, "/health") && !strings.HasPrefix(path, "/metrics") &&
+		r.Header.Get("Authorization") != "Bearer "+a.cfg.apiKey:
+		writeJSON(w, http.StatusUnauthorized, []byte(`{"error":"Unauthorized"}`))
+		return
+	}
+	switch path {
+	case "/health", "/health_generate":
+		if !a.up.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	case "/metrics":
+		a.metrics(w)
+	case "/v1/models":
+		a.models(w)
+	case "/get_model_info", "/model_info":
+		b := []byte(`{"model_path":`)
+		b = jsonw.String(b, a.cfg.modelPath)
+		b = append(b, `,"tokenizer_path":`...)
+		b = jsonw.String(b, a.cfg.modelPath)
+		b = append(b, `,"is_generation":true,"preferred_sampling_params":null,"weight_version":"default","has_image_understanding":false,"has_audio_understanding":false}`...)
+		writeJSON(w, http.StatusOK, b)
+	case "/get_server_info", "/server_info":
+		a.serverInfo(w)
+	case "/get_load":
+		a.getLoad(w)
+	case "/v1/loads":
+		a.loads(w, r)
+	case "/flush_cache":
+		st := a.eng.sched.State()
+		msg := "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"
+		code := http.StatusOK
+		if st.Running > 0 || st.Waiting > 0 {
+			code = http.StatusBadRequest
+		} else if a.eng.cache != nil {
+			a.eng.cache.Reset()
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(msg))
+	case "/v1/chat/completions":
+		a.openAI(w, r, true)
+	case "/v1/completions":
+		a.openAI(w, r, false)
+	case "/generate":
+		a.generate(w, r)
+	default: // /v1/models/{model}
+		a.model(w, strings.TrimPrefix(path, "/v1/models/"))
+	}
+}
+
+var metricsBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+func (a *api) metrics(w http.ResponseWriter) {
+	fams, err := a.m.reg.Gather()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	bp := metricsBufPool.Get().(*[]byte)
+	b := promtext.Append((*bp)[:0], fams, style)
+	w.Header().Set("Content-Type", promtext.ContentType)
+	_, _ = w.Write(b)
+	*bp = b
+	metricsBufPool.Put(bp)
+}
+
+func (a *api) appendCard(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = jsonw.String(b, a.cfg.servedName)
+	b = append(b, `,"object":"model","created":`...)
+	b = strconv.AppendInt(b, time.Now().Unix(), 10)
+	b = append(b, `,"owned_by":"sglang","root":`...)
+	b = jsonw.String(b, a.cfg.servedName)
+	b = append(b, `,"parent":null,"max_model_len":`...)
+	b = jsonw.Int(b, a.cfg.contextLen)
+	return append(b, '}')
+}
+
+func (a *api) models(w http.ResponseWriter) {
+	b := append([]byte(`{"object":"list","data":[`), nil...)
+	b = a.appendCard(b)
+	writeJSON(w, http.StatusOK, append(b, "]}"...))
+}
+
+// model is GET /v1/models/{model}: the card, or a nested 404 (the one SGLang
+// route that rejects an unknown model name).
+func (a *api) model(w http.ResponseWriter, name string) {
+	if name != a.cfg.servedName {
+		b := []byte(`{"error":{"message":`)
+		b = jsonw.String(b, fmt.Sprintf("The model '%s' does not exist", name))
+		b = append(b, `,"type":"invalid_request_error","param":"model","code":"model_not_found"}}`...)
+		writeJSON(w, http.StatusNotFound, b)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.appendCard(nil))
+}
+
+func (a *api) serverInfo(w http.ResponseWriter) {
+	c := a.cfg
+	info := map[string]any{
+		"model_path": c.modelPath, "tokenizer_path": c.modelPath, "served_model_name": c.servedName,
+		"host": c.host, "port": c.port, "context_length": c.contextLen, "mem_fraction_static": c.memFraction,
+		"max_running_requests": c.maxRunning, "max_total_tokens": c.maxTotal, "page_size": c.pageSize,
+		"disable_radix_cache": c.noRadix, "enable_cache_report": c.cacheReport, "enable_metrics": c.metrics,
+		"tp_size": c.tp, "pp_size": c.pp, "dp_size": c.dp, "disaggregation_mode": c.disaggMode,
+		"schedule_policy": "fcfs", "chunked_prefill_size": 8192, "stream_interval": 1,
+		"decode_log_interval": c.decodeLog, "skip_server_warmup": c.skipWarmup, "log_level": c.logLevel,
+		"api_key": nilIfEmpty(c.apiKey), "stream_response_default_include_usage": c.includeUse,
+		"max_total_num_tokens": c.maxTotal, "max_req_input_len": c.contextLen - 1,
+		"internal_states": []map[string]any{{"last_gen_throughput": a.eng.lastThroughput(), "load": a.eng.sched.State().Running}},
+		"version":         Version,
+	}
+	b, _ := json.Marshal(info)
+	writeJSON(w, http.StatusOK, b)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (e *engine) lastThroughput() float64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastThr
+}
+
+// getLoad is GET /get_load: one GetLoadReqOutput per DP rank; num_tokens is
+// the KV tokens in use plus the waiting requests' lengths (what
+// sglang-gateway's power_of_two sums).
+func (a *api) getLoad(w http.ResponseWriter) {
+	st := a.eng.sched.State()
+	b := []byte(`[{"dp_rank":0,"num_reqs":`)
+	b = jsonw.Int(b, st.Running+st.Waiting)
+	b = append(b, `,"num_waiting_reqs":`...)
+	b = jsonw.Int(b, st.Waiting)
+	b = append(b, `,"num_tokens":`...)
+	b = jsonw.Int(b, st.UsedKV+st.WaitingKV)
+	writeJSON(w, http.StatusOK, append(b, "}]"...))
+}
+
+// loads is GET /v1/loads (sglang/srt/entrypoints/v1_loads.py).
+func (a *api) loads(w http.ResponseWriter, r *http.Request) {
+	include := r.URL.Query().Get("include")
+	for _, s := range strings.Split(include, ",") {
+		s = strings.TrimSpace(s)
+		if s != "" && !slices.Contains([]string{"core", "memory", "spec", "lora", "disagg", "queues", "all"}, s) {
+			writeError(w, http.StatusBadRequest, "400", fmt.Sprintf("Invalid include sections: {'%s'}. Valid options: ['all', 'core', 'disagg', 'lora', 'memory', 'queues', 'spec']", s))
+			return
+		}
+	}
+	st := a.eng.sched.State()
+	thr := a.eng.lastThroughput()
+	usage := st.Usage()
+	load := map[string]any{
+		"dp_rank": 0, "num_running_reqs": st.Running, "num_waiting_reqs": st.Waiting,
+		"num_used_tokens": st.UsedKV, "num_total_tokens": st.UsedKV + st.WaitingKV,
+		"max_total_num_tokens": a.cfg.maxTotal, "token_usage": usage, "gen_throughput": thr,
+		"cache_hit_rate": 0.0, "utilization": 0.0, "max_running_requests": a.cfg.maxRunning,
+		"num_total_reqs": st.Running + st.Waiting,
+	}
+	if include == "" || strings.Contains(include, "all") || strings.Contains(include, "queues") {
+		load["queues"] = map[string]int{"waiting": st.Waiting, "grammar": 0, "paused": 0, "retracted": 0}
+	}
+	out := map[string]any{
+		"timestamp":     time.Now().UTC().Format("2006-01-02T15:04:05.000000+00:00"),
+		"version":       Version,
+		"dp_rank_count": 1,
+		"loads":         []any{load},
+		"aggregate": map[string]any{
+			"total_running_reqs": st.Running, "total_waiting_reqs": st.Waiting, "total_reqs": st.Running + st.Waiting,
+			"avg_token_usage": usage, "avg_throughput": thr, "avg_utilization": 0.0,
+		},
+	}
+	b, _ := json.Marshal(out)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// waitLoaded blocks a generation request until the model is loaded.
+func (a *api) waitLoaded(ctx context.Context) error {
+	select {
+	case <-a.loaded:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var promptPool = sync.Pool{New: func() any { s := make([]uint32, 0, 512); return &s }}
+
+// openAI serves /v1/chat/completions and /v1/completions.
+func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
+	arrival := time.Now()
+	if !server.IsJSON(r) {
+		writeError(w, http.StatusBadRequest, "Bad Request", validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"header", "content-type"}, Msg: "Unsupported Media Type: Only 'application/json' is allowed", Input: r.Header.Get("Content-Type")}}))
+		return
+	}
+	body, release, err := server.ReadBody(r, maxBody)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	defer release()
+	pp := promptPool.Get().(*[]uint32)
+	defer func() { *pp = (*pp)[:0]; promptPool.Put(pp) }()
+	prompt := (*pp)[:0]
+	var common *openai.Common
+	what := "input messages"
+	maxTokens := -1
+	if chat {
+		req, err := openai.DecodeChat(body)
+		if err != nil {
+			a.badRequest(w, err)
+			return
+		}
+		if len(req.Messages) == 0 {
+			writeError(w, http.StatusBadRequest, "BadRequestError", "Messages cannot be empty.")
+			return
+		}
+		common = &req.Common
+		maxTokens = common.MaxTokens
+		prompt = tokenize.Encode(prompt, tokenize.ApplyChatTemplate(req.Messages))
+	} else {
+		req, err := openai.DecodeCompletion(body)
+		if err == nil && req.MaxTokensNull {
+			err = &openai.ValidationError{Errors: []openai.FieldError{{Type: "int_type", Loc: []string{"body", "max_tokens"}, Msg: "Input should be a valid integer", Input: "None"}}}
+		}
+		if err != nil {
+			a.badRequest(w, err)
+			return
+		}
+		common = &req.Common
+		what = "prompt"
+		maxTokens = 16 // CompletionRequest.max_tokens defaults to 16
+		if common.MaxTokens >= 0 {
+			maxTokens = common.MaxTokens
+		}
+		if req.PromptIDs != nil {
+			prompt = append(prompt, req.PromptIDs...)
+		} else {
+			prompt = tokenize.Encode(prompt, req.Prompt)
+		}
+	}
+	*pp = prompt
+	model := common.Model
+	if model == "" {
+		model = "default"
+	}
+	if common.N != 1 {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d: the simulated engine generates one choice per request (n=1)", common.N))
+		return
+	}
+	p := len(prompt)
+	if p >= a.cfg.contextLen {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", p, a.cfg.contextLen))
+		return
+	}
+	if maxTokens >= 0 && p+maxTokens > a.cfg.contextLen {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the %s and %d tokens for the completion. Please reduce the number of tokens in the %s or the completion to fit within the limit.", a.cfg.contextLen, p+maxTokens, p, what, maxTokens, what))
+		return
+	}
+	out := openai.Plan(maxTokens, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS)
+	out.Tokens = min(out.Tokens, a.cfg.contextLen-p)
+	if err := a.waitLoaded(r.Context()); err != nil {
+		return
+	}
+	id := openai.NewID()
+	created := arrival.Unix()
+	s := &seq{prompt: prompt, out: out, stream: common.Stream, arrival: arrival, labels: r.Header.Get(a.cfg.customHdr), counted: true}
+	if common.Stream {
+		includeUsage := a.cfg.includeUse
+		if so := common.StreamOptions; so != nil && so.IncludeUsage != nil {
+			includeUsage = *so.IncludeUsage
+		}
+		a.stream(w, r, chat, s, id, created, model, includeUsage)
+		return
+	}
+	res, err := a.eng.run(r.Context(), s, nil)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		writeError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error: "+err.Error())
+		return
+	}
+	u := usage{prompt: p, completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
+	bp := server.GetBuf()
+	var b []byte
+	if chat {
+		b = appendChatResponse(*bp, id, created, model, out.Text(), res.finish, u)
+	} else {
+		b = appendCompletionResponse(*bp, id, created, model, out.Text(), res.finish, u)
+	}
+	writeJSON(w, http.StatusOK, b)
+	*bp = b
+	server.PutBuf(bp)
+}
+
+func (a *api) badRequest(w http.ResponseWriter, err error) {
+	var ve *openai.ValidationError
+	if errors.As(err, &ve) {
+		writeError(w, http.StatusBadRequest, "Bad Request", validationMessage(ve.Errors))
+		return
+	}
+	writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+}
+
+// stream serves serving_chat's / serving_completions' SSE generators.
+func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, includeUsage bool) {
+	w.Header()["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	bp := server.GetBuf()
+	defer server.PutBuf(bp)
+	send := func(build func(b []byte) []byte) error {
+		b := append((*bp)[:0], "data: "...)
+		b = append(build(b), "\n\n"...)
+		*bp = b
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	sent := 0
+	first := true
+	emit := func(upto int, res *result) error {
+		if chat && first {
+			first = false
+			if err := send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "assistant", "", false, "") }); err != nil {
+				return err
+			}
+		}
+		var text strings.Builder
+		for i := sent; i < upto; i++ {
+			text.WriteString(s.out.TokenText(i))
+		}
+		sent = upto
+		finish := ""
+		if upto == s.out.Tokens && !includeUsage {
+			finish = s.out.Finish
+		}
+		if chat {
+			if text.Len() == 0 {
+				return nil // an empty delta (the end-of-turn token) is not sent
+			}
+			return send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", text.String(), false, finish) })
+		}
+		if text.Len() == 0 && upto < s.out.Tokens {
+			return nil
+		}
+		if upto == s.out.Tokens {
+			finish = s.out.Finish
+		}
+		return send(func(b []byte) []byte {
+			return appendCompletionChunk(b, id, created, model, text.String(), false, finish)
+		})
+	}
+	res, err := a.eng.run(r.Context(), s, emit)
+	if err != nil {
+		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
+			_ = send(func(b []byte) []byte {
+				b = append(b, `{"error":{"object":"error","message":`...)
+				b = jsonw.String(b, err.Error())
+				return append(b, `,"type":"InternalServerError","param":null,"code":500}}`...)
+			})
+			_ = send(func(b []byte) []byte { return append(b, "[DONE]"...) })
+		}
+		return
+	}
+	if chat {
+		_ = send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", "", true, res.finish) })
+	}
+	if includeUsage {
+		object := "text_completion"
+		if chat {
+			object = "chat.completion.chunk"
+		}
+		u := usage{prompt: len(s.prompt), completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
+		_ = send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
+	}
+	_ = send(func(b []byte) []byte { return append(b, "[DONE]"...) })
+}
+
+// generateReq is GenerateReqInput's fields the sim acts on.
+type generateReq struct {
+	Text           *string  `json:"text"`
+	InputIDs       []uint32 `json:"input_ids"`
+	Stream         bool     `json:"stream"`
+	Rid            string   `json:"rid"`
+	LogMetrics     *bool    `json:"log_metrics"`
+	SamplingParams struct {
+		MaxNewTokens *int `json:"max_new_tokens"`
+		MinNewTokens int  `json:"min_new_tokens"`
+		IgnoreEOS    bool `json:"ignore_eos"`
+	} `json:"sampling_params"`
+}
+
+// generate is the native POST /generate.
+func (a *api) generate(w http.ResponseWriter, r *http.Request) {
+	arrival := time.Now()
+	body, release, err := server.ReadBody(r, maxBody)
+	if err != nil {
+		a.generateError(w, err.Error())
+		return
+	}
+	defer release()
+	var req generateReq
+	if err := json.Unmarshal(body, &req); err != nil {
+		a.generateError(w, err.Error())
+		return
+	}
+	var prompt []uint32
+	switch {
+	case req.Text != nil:
+		prompt = tokenize.Encode(nil, *req.Text)
+	case req.InputIDs != nil:
+		prompt = req.InputIDs
+	default:
+		a.generateError(w, "Either text, input_ids or input_embeds should be provided.")
+		return
+	}
+	if len(prompt) >= a.cfg.contextLen {
+		a.generateError(w, fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", len(prompt), a.cfg.contextLen))
+		return
+	}
+	maxNew := 128 // SamplingParams.max_new_tokens default
+	if req.SamplingParams.MaxNewTokens != nil {
+		maxNew = *req.SamplingParams.MaxNewTokens
+	}
+	out := openai.Plan(maxNew, a.eng.knobs.OutputTokens, req.SamplingParams.MinNewTokens, req.SamplingParams.IgnoreEOS)
+	out.Tokens = min(out.Tokens, a.cfg.contextLen-len(prompt))
+	if err := a.waitLoaded(r.Context()); err != nil {
+		return
+	}
+	rid := req.Rid
+	if rid == "" {
+		rid = openai.NewID()
+	}
+	s := &seq{prompt: prompt, out: out, stream: req.Stream, arrival: arrival, labels: r.Header.Get(a.cfg.customHdr), counted: req.LogMetrics == nil || *req.LogMetrics}
+	meta := func(b []byte, res *result, upto int, final bool) []byte {
+		b = append(b, `{"text":`...)
+		var text strings.Builder
+		for i := range upto {
+			text.WriteString(out.TokenText(i))
+		}
+		b = jsonw.String(b, text.String())
+		b = append(b, `,"output_ids":[`...)
+		for i := range upto {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			id := tokenize.TokenID(i)
+			if out.IsEOS(i) {
+				id = tokenize.IMEnd
+			}
+			b = strconv.AppendUint(b, uint64(id), 10)
+		}
+		b = append(b, `],"meta_info":{"id":`...)
+		b = jsonw.String(b, rid)
+		b = append(b, `,"finish_reason":`...)
+		switch {
+		case !final:
+			b = append(b, "null"...)
+		case res.finish == openai.FinishStop:
+			b = append(b, `{"type":"stop","matched":`...)
+			b = strconv.AppendUint(b, uint64(tokenize.IMEnd), 10)
+			b = append(b, '}')
+		default:
+			b = append(b, `{"type":"length","length":`...)
+			b = jsonw.Int(b, out.Tokens)
+			b = append(b, '}')
+		}
+		b = append(b, `,"prompt_tokens":`...)
+		b = jsonw.Int(b, len(prompt))
+		b = append(b, `,"weight_version":"default","completion_tokens":`...)
+		b = jsonw.Int(b, upto)
+		b = append(b, `,"cached_tokens":`...)
+		b = jsonw.Int(b, res.cached)
+		b = append(b, `,"e2e_latency":`...)
+		b = jsonw.Float(b, time.Since(arrival).Seconds())
+		return append(b, "}}"...)
+	}
+	if req.Stream {
+		w.Header()["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
+		w.WriteHeader(http.StatusOK)
+		flusher, _ := w.(http.Flusher)
+		write := func(b []byte) error {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			return nil
+		}
+		_, err := a.eng.run(r.Context(), s, func(upto int, res *result) error {
+			final := upto == out.Tokens
+			if final {
+				res.finish = out.Finish
+			}
+			return write(append(meta([]byte("data: "), res, upto, final), "\n\n"...))
+		})
+		if err == nil {
+			_ = write([]byte("data: [DONE]\n\n"))
+		}
+		return
+	}
+	res, err := a.eng.run(r.Context(), s, nil)
+	if err != nil {
+		return
+	}
+	writeJSON(w, http.StatusOK, meta(nil, &res, res.generated, true))
+}
+
+func (a *api) generateError(w http.ResponseWriter, msg string) {
+	b := []byte(`{"error":{"message":`)
+	b = jsonw.String(b, msg)
+	writeJSON(w, http.StatusBadRequest, append(b, "}}"...))
+}

@@ -1,0 +1,189 @@
+package sglang
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+)
+
+type usage struct {
+	prompt, completion, cached int
+	report                     bool // --enable-cache-report
+}
+
+// appendUsage is UsageInfo serialized with nulls.
+func appendUsage(b []byte, u usage) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = jsonw.Int(b, u.prompt)
+	b = append(b, `,"total_tokens":`...)
+	b = jsonw.Int(b, u.prompt+u.completion)
+	b = append(b, `,"completion_tokens":`...)
+	b = jsonw.Int(b, u.completion)
+	b = append(b, `,"prompt_tokens_details":`...)
+	if u.report && u.cached > 0 {
+		b = append(b, `{"cached_tokens":`...)
+		b = jsonw.Int(b, u.cached)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
+}
+
+func appendHead(b []byte, id, object string, created int64, model string) []byte {
+	b = append(b, `{"id":`...)
+	b = jsonw.String(b, id)
+	b = append(b, `,"object":`...)
+	b = jsonw.String(b, object)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	return jsonw.String(b, model)
+}
+
+// matchedStop is what SGLang reports as matched_stop: the end-of-turn token
+// id on a stop, null on length.
+func appendMatchedStop(b []byte, finish string) []byte {
+	if finish == openai.FinishStop {
+		return strconv.AppendUint(b, uint64(tokenize.IMEnd), 10)
+	}
+	return append(b, "null"...)
+}
+
+func appendChatResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+	b = appendHead(b, id, "chat.completion", created, model)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	b = jsonw.String(b, text)
+	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":`...)
+	b = jsonw.String(b, finish)
+	b = append(b, `,"matched_stop":`...)
+	b = appendMatchedStop(b, finish)
+	b = append(b, `,"hidden_states":null}],"usage":`...)
+	b = appendUsage(b, u)
+	return append(b, `,"metadata":{"weight_version":"default"}}`...)
+}
+
+func appendCompletionResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+	b = appendHead(b, id, "text_completion", created, model)
+	b = append(b, `,"choices":[{"index":0,"text":`...)
+	b = jsonw.String(b, text)
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = jsonw.String(b, finish)
+	b = append(b, `,"matched_stop":`...)
+	b = appendMatchedStop(b, finish)
+	b = append(b, `,"hidden_states":null}],"usage":`...)
+	b = appendUsage(b, u)
+	return append(b, `,"metadata":{"weight_version":"default"}}`...)
+}
+
+// appendChatChunk writes a chat.completion.chunk (model_dump_json: every
+// field present, nulls included). role != "" makes the role chunk; finish
+// == "" writes finish_reason null; final writes an empty delta.
+func appendChatChunk(b []byte, id string, created int64, model, role, content string, final bool, finish string) []byte {
+	b = appendHead(b, id, "chat.completion.chunk", created, model)
+	b = append(b, `,"choices":[{"index":0,"delta":{"role":`...)
+	b = jsonw.NullOrString(b, role)
+	b = append(b, `,"content":`...)
+	if final {
+		b = append(b, "null"...)
+	} else {
+		b = jsonw.String(b, content)
+	}
+	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":`...)
+	b = jsonw.NullOrString(b, finish)
+	b = append(b, `,"matched_stop":`...)
+	if finish != "" {
+		b = appendMatchedStop(b, finish)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, `}],"usage":null}`...)
+}
+
+func appendCompletionChunk(b []byte, id string, created int64, model, text string, final bool, finish string) []byte {
+	b = appendHead(b, id, "text_completion", created, model)
+	b = append(b, `,"choices":[{"index":0,"text":`...)
+	b = jsonw.String(b, text)
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = jsonw.NullOrString(b, finish)
+	b = append(b, `,"matched_stop":`...)
+	if finish != "" {
+		b = appendMatchedStop(b, finish)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, `}],"usage":null}`...)
+}
+
+func appendUsageChunk(b []byte, id, object string, created int64, model string, u usage) []byte {
+	b = appendHead(b, id, object, created, model)
+	b = append(b, `,"choices":[],"usage":`...)
+	b = appendUsage(b, u)
+	return append(b, '}')
+}
+
+// writeError is SGLang's flat OpenAI error:
+// {"object":"error","message","type","param","code"}.
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	bp := server.GetBuf()
+	b := append(*bp, `{"object":"error","message":`...)
+	b = jsonw.String(b, msg)
+	b = append(b, `,"type":`...)
+	b = jsonw.String(b, typ)
+	b = append(b, `,"param":null,"code":`...)
+	b = jsonw.Int(b, status)
+	b = append(b, '}')
+	writeJSON(w, status, b)
+	*bp = b
+	server.PutBuf(bp)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// validationMessage is SGLang's handler text: str(exc) + " " + str(errors),
+// FastAPI's "<n> validation error(s):\n  {...}\n" followed by the list.
+func validationMessage(errs []openai.FieldError) string {
+	items := make([]string, len(errs))
+	for i, e := range errs {
+		loc := make([]string, len(e.Loc))
+		for j, l := range e.Loc {
+			if _, err := strconv.Atoi(l); err == nil {
+				loc[j] = l
+			} else {
+				loc[j] = pyStr(l)
+			}
+		}
+		locRepr := "(" + strings.Join(loc, ", ")
+		if len(loc) == 1 {
+			locRepr += ","
+		}
+		locRepr += ")"
+		s := "{'type': " + pyStr(e.Type) + ", 'loc': " + locRepr + ", 'msg': " + pyStr(e.Msg) + ", 'input': " + pyStr(e.Input)
+		if e.Ctx != "" {
+			s += ", 'ctx': {'error': " + pyStr(e.Ctx) + "}"
+		}
+		items[i] = s + "}"
+	}
+	label := "errors"
+	if len(errs) == 1 {
+		label = "error"
+	}
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(len(errs)) + " validation " + label + ":\n")
+	for _, it := range items {
+		b.WriteString("  " + it + "\n")
+	}
+	b.WriteString(" [" + strings.Join(items, ", ") + "]")
+	return b.String()
+}
