@@ -70,7 +70,11 @@ func envRows(r *Report) [][2]string {
 	}
 	add("Kubernetes", e.KubernetesVersion)
 	add("Operator", e.OperatorVersion)
-	add("GPU", e.GPU)
+	gpu := e.GPU
+	if gpu == "" {
+		gpu = "none reported by the target"
+	}
+	add("GPU", gpu)
 	add("Model", e.Model)
 	add("Router image", e.RouterImage)
 	for _, en := range e.Engines {

@@ -200,6 +200,9 @@ func TestReportJSONHasClaimsPerPairInDocumentedOrder(t *testing.T) {
 			t.Errorf("affinity %s has no documented outcome", row.Pair)
 		}
 	}
+	if len(aff.Rows[0].Splits) != 1 || aff.Rows[0].Splits[0].Counts() != "120/0" || len(aff.Rows[1].Splits) != 0 {
+		t.Errorf("affinity row splits %+v", aff.Rows)
+	}
 	if aff.Result != ResultFail || aff.Rows[0].Measured[0] != "120/0" {
 		t.Errorf("affinity %+v", aff)
 	}
@@ -300,7 +303,7 @@ func TestHTMLIsSelfContainedWithOneChartPerSplit(t *testing.T) {
 		!strings.Contains(svgs[1], `width="120" height="18"`) {
 		t.Errorf("bar widths are not proportional:\n%s\n%s", svgs[0], svgs[1])
 	}
-	for _, want := range []string{"Routing qualification: <span class=\"fail\">FAIL</span>", "<th>GPU</th><td>NVIDIA H100 (simulated)</td>",
+	for _, want := range []string{"Routing qualification: <span class=\"fail\">FAIL</span>", "<th>Engine vLLM</th>", "<th>GPU</th><td>NVIDIA H100 (simulated)</td>",
 		"target sim does not offer llm-d-router with vLLM", `<td class="notrun">NOT RUN</td>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("qualification.html lacks %q", want)
