@@ -123,13 +123,13 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result)
 		now := time.Now()
 		if tok != nil {
 			if firstOut.IsZero() {
-				tok.ttft.Observe(now.Sub(s.arrival).Seconds())
+				tok.ttftH().Observe(now.Sub(s.arrival).Seconds())
 			} else if k := upto - lastCount; k > 0 {
 				// observe_inter_token_latency: the raw interval once in the
 				// sum, num_new_tokens in the bucket of interval/num_new_tokens.
 				gap := now.Sub(lastOut).Seconds() / float64(k)
 				for range k {
-					tok.itl.Observe(gap)
+					tok.itlH().Observe(gap)
 				}
 			}
 		}
@@ -179,21 +179,20 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result)
 		idsPool.Put(ip)
 	}
 	if tok != nil {
-		tok.prompt.Add(float64(p))
-		tok.gen.Add(float64(n))
+		tok.promptC().Add(float64(p))
+		tok.genC().Add(float64(n))
 		if res.cached > 0 {
-			tok.cached.WithLabelValues(tok.values...).Add(float64(res.cached))
+			tok.cachedC().Add(float64(res.cached))
 		}
-		tok.requests.Inc()
-		tok.e2e.Observe(end.Sub(s.arrival).Seconds())
+		tok.requestsC().Inc()
+		tok.e2eH().Observe(end.Sub(s.arrival).Seconds())
 	}
 	return res, nil
 }
 
 func (e *engine) abortMetrics(s *seq) {
 	if e.m != nil && s.counted {
-		tok := e.m.tokenizer(s.labels)
-		tok.aborted.WithLabelValues(tok.values...).Inc()
+		e.m.tokenizer(s.labels).abortedC().Inc()
 	}
 }
 

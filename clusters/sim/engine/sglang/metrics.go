@@ -63,12 +63,53 @@ type metrics struct {
 	rtCompute, rtCache, rtDecode prometheus.Counter
 }
 
-// tokChildren are one tokenizer label set's series.
+// tokChildren are one tokenizer label set's series. Each child is created on
+// its first use, as prometheus_client's .labels() does, so a series appears
+// only once something was recorded in it (TTFT at a first token,
+// num_requests_total at a first finished request, ...).
 type tokChildren struct {
-	prompt, gen, requests prometheus.Counter
-	ttft, itl, e2e        prometheus.Observer
-	cached, aborted       *prometheus.CounterVec // created only when used
-	values                []string
+	m      *metrics
+	values []string
+
+	promptOnce, genOnce, reqOnce, cachedOnce, abortOnce sync.Once
+	ttftOnce, itlOnce, e2eOnce                          sync.Once
+	prompt, gen, requests, cached, aborted              prometheus.Counter
+	ttft, itl, e2e                                      prometheus.Observer
+}
+
+func lazyCounter(once *sync.Once, dst *prometheus.Counter, v *prometheus.CounterVec, values []string) prometheus.Counter {
+	once.Do(func() { *dst = v.WithLabelValues(values...) })
+	return *dst
+}
+
+func lazyObserver(once *sync.Once, dst *prometheus.Observer, v *prometheus.HistogramVec, values []string) prometheus.Observer {
+	once.Do(func() { *dst = v.WithLabelValues(values...) })
+	return *dst
+}
+
+func (c *tokChildren) promptC() prometheus.Counter {
+	return lazyCounter(&c.promptOnce, &c.prompt, c.m.promptTokens, c.values)
+}
+func (c *tokChildren) genC() prometheus.Counter {
+	return lazyCounter(&c.genOnce, &c.gen, c.m.genTokens, c.values)
+}
+func (c *tokChildren) requestsC() prometheus.Counter {
+	return lazyCounter(&c.reqOnce, &c.requests, c.m.requests, c.values)
+}
+func (c *tokChildren) cachedC() prometheus.Counter {
+	return lazyCounter(&c.cachedOnce, &c.cached, c.m.cachedTokens, c.values)
+}
+func (c *tokChildren) abortedC() prometheus.Counter {
+	return lazyCounter(&c.abortOnce, &c.aborted, c.m.aborted, c.values)
+}
+func (c *tokChildren) ttftH() prometheus.Observer {
+	return lazyObserver(&c.ttftOnce, &c.ttft, c.m.ttft, c.values)
+}
+func (c *tokChildren) itlH() prometheus.Observer {
+	return lazyObserver(&c.itlOnce, &c.itl, c.m.itl, c.values)
+}
+func (c *tokChildren) e2eH() prometheus.Observer {
+	return lazyObserver(&c.e2eOnce, &c.e2e, c.m.e2e, c.values)
 }
 
 func newMetrics(c *config) *metrics {
@@ -163,17 +204,7 @@ func (m *metrics) tokenizer(hdr string) *tokChildren {
 	if ch, ok := m.children[key]; ok {
 		return ch
 	}
-	ch := &tokChildren{
-		prompt:   m.promptTokens.WithLabelValues(values...),
-		gen:      m.genTokens.WithLabelValues(values...),
-		requests: m.requests.WithLabelValues(values...),
-		ttft:     m.ttft.WithLabelValues(values...),
-		itl:      m.itl.WithLabelValues(values...),
-		e2e:      m.e2e.WithLabelValues(values...),
-		cached:   m.cachedTokens,
-		aborted:  m.aborted,
-		values:   values,
-	}
+	ch := &tokChildren{m: m, values: values}
 	m.children[key] = ch
 	return ch
 }
