@@ -105,8 +105,12 @@ type Options struct {
 	Target string
 	// RunID labels every namespace of this run; empty: a random id.
 	RunID string
-	// NamespacePrefix starts every created namespace name (default "rc").
+	// NamespacePrefix starts every created namespace name (default "rc";
+	// a trailing "-" is allowed, e2e.yaml writes "rc-").
 	NamespacePrefix string
+	// NamespaceSuffix ends every created namespace name, e.g. "p2" for
+	// Ginkgo parallel process 2 (empty: none).
+	NamespaceSuffix string
 	// OperatorNamespace is where the operator, its Deployment and Settings
 	// live (default gpustack-system).
 	OperatorNamespace string

@@ -15,10 +15,11 @@ import (
 )
 
 // CreateNamespace creates a fresh namespace for one spec, named
-// <prefix>-<base>-<random>, labelled as this suite's and this run's. Its
-// removal is DeleteNamespace, which checks those labels first.
+// <prefix><base>-<random><suffix> (prefix and suffix from Options, e.g.
+// "rc-" and "-p2"), labelled as this suite's and this run's. Its removal is
+// DeleteNamespace, which checks those labels first.
 func (c *Cluster) CreateNamespace(ctx context.Context, base string) (string, error) {
-	name := namespaceName(c.opts.NamespacePrefix, base, randomSuffix(5))
+	name := namespaceName(c.opts.NamespacePrefix, base, randomSuffix(5), c.opts.NamespaceSuffix)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:   name,
 		Labels: c.ownerLabels(),
@@ -36,17 +37,26 @@ func (c *Cluster) ownerLabels() map[string]string {
 
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// namespaceName builds a DNS-1123 label of at most 63 characters.
-func namespaceName(prefix, base, suffix string) string {
-	base = strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(base), "-"), "-")
-	max := 63 - len(prefix) - len(suffix) - 2
-	if len(base) > max {
+// namespaceName builds a DNS-1123 label of at most 63 characters:
+// <prefix>-<base>-<random><suffix>, the base shortened to fit.
+func namespaceName(prefix, base, random, suffix string) string {
+	clean := func(s string) string { return strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(s), "-"), "-") }
+	prefix, base, suffix = clean(prefix), clean(base), clean(suffix)
+	tail := "-" + random
+	if suffix != "" {
+		tail += "-" + suffix
+	}
+	head := prefix
+	if head == "" {
+		head = "rc"
+	}
+	if max := 63 - len(head) - len(tail) - 1; len(base) > max {
 		base = strings.TrimRight(base[:max], "-")
 	}
 	if base == "" {
-		return prefix + "-" + suffix
+		return head + tail
 	}
-	return prefix + "-" + base + "-" + suffix
+	return head + "-" + base + tail
 }
 
 // EnsureLocalQueue makes sure namespace ns has the Kueue LocalQueue that
