@@ -74,7 +74,7 @@ func AdmissionSpec(input func() AdmissionSpecInput) {
 		Expect(wrong).To(BeEmpty())
 	})
 
-	It("admits the flags it does not own, such as --policy", func(ctx SpecContext) {
+	It("admits the flags it does not own, such as --policy", Label(LabelNeedsGPU), func(ctx SpecContext) {
 		if len(adm.Admitted) == 0 {
 			Skip("the documentation names no admitted flag for " + in.Pair.Router)
 		}

@@ -54,7 +54,7 @@ func AffinitySpec(input func() AffinitySpecInput) {
 	})
 }
 
-var _ = Describe("Prefix affinity", Label(claimLabels(fixtures.ClaimAffinity)...), func() {
+var _ = Describe("Prefix affinity", Label(claimLabels(fixtures.ClaimAffinity, LabelNeedsGPU)...), func() {
 	for _, p := range fixtures.DocumentedPairs {
 		Describe(p.String(), Label(pairLabels(fixtures.ClaimAffinity, p)...), func() {
 			AffinitySpec(func() AffinitySpecInput { return AffinitySpecInput{Target: suite, Pair: p} })

@@ -168,7 +168,7 @@ func badValues(p fixtures.Pair) []string {
 	return out
 }
 
-var _ = Describe("Bad policy", Label(claimLabels(fixtures.ClaimBadPolicy, "policy:invalid")...), func() {
+var _ = Describe("Bad policy", Label(claimLabels(fixtures.ClaimBadPolicy, "policy:invalid", LabelNeedsGPU)...), func() {
 	for _, p := range fixtures.DocumentedPairs {
 		Describe(p.String(), Label(p.Labels()...), func() {
 			for _, v := range badValues(p) {

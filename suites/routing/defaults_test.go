@@ -103,7 +103,7 @@ func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p fix
 	Expect(missing).To(BeEmpty(), "scorers missing from the effective configuration: %s", line)
 }
 
-var _ = Describe("Default policy", Label(claimLabels(fixtures.ClaimDefaults)...), func() {
+var _ = Describe("Default policy", Label(claimLabels(fixtures.ClaimDefaults, LabelNeedsGPU)...), func() {
 	for _, p := range fixtures.DocumentedPairs {
 		Describe(p.String(), Label(pairLabels(fixtures.ClaimDefaults, p)...), func() {
 			DefaultsSpec(func() DefaultsSpecInput { return DefaultsSpecInput{Target: suite, Pair: p} })

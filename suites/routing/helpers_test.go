@@ -28,6 +28,9 @@ import (
 const (
 	LabelDocumented = "claim:documented"
 	LabelServer     = "topology:server"
+	// LabelNeedsGPU marks specs that run engines: on a real cluster they
+	// need accelerators; `--label-filter='!needs:gpu'` runs the rest.
+	LabelNeedsGPU = "needs:gpu"
 )
 
 // claimLabels are the labels of claim's container.

@@ -125,7 +125,7 @@ func seriesLabels(snap metrics.Snapshot, s fixtures.Series, rs []clusters.Replic
 	return out, nil
 }
 
-var _ = Describe("Per-worker metrics", Label(claimLabels(fixtures.ClaimMetrics)...), func() {
+var _ = Describe("Per-worker metrics", Label(claimLabels(fixtures.ClaimMetrics, LabelNeedsGPU)...), func() {
 	for _, p := range fixtures.DocumentedPairs {
 		Describe(p.String(), Label(pairLabels(fixtures.ClaimMetrics, p)...), func() {
 			PerWorkerMetricsSpec(func() PerWorkerMetricsSpecInput { return PerWorkerMetricsSpecInput{Target: suite, Pair: p} })

@@ -150,7 +150,7 @@ func seriesDelta(ctx context.Context, t Target, spec, claim, pair string, dep cl
 	return got, last
 }
 
-var _ = Describe("Round robin", Label(claimLabels(fixtures.ClaimRoundRobin)...), func() {
+var _ = Describe("Round robin", Label(claimLabels(fixtures.ClaimRoundRobin, LabelNeedsGPU)...), func() {
 	for _, p := range fixtures.DocumentedPairs {
 		Describe(p.String(), Label(pairLabels(fixtures.ClaimRoundRobin, p)...), func() {
 			RoundRobinSpec(func() RoundRobinSpecInput { return RoundRobinSpecInput{Target: suite, Pair: p} })
