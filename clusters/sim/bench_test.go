@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -120,9 +121,28 @@ func BenchmarkRouterThroughput(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 			b.ReportMetric(float64(ms.Sys)/(1<<20), "MB-sys")
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "MB-heap")
+			if kb := peakRSSKiB(); kb > 0 {
+				b.ReportMetric(float64(kb)/1024, "MB-peak-rss")
+			}
 			if f := failures.Load(); f > 0 {
 				b.Fatalf("%d of %d requests failed", f, b.N)
 			}
 		})
 	}
+}
+
+// peakRSSKiB is the process's peak resident set (VmHWM), 0 where unknown.
+func peakRSSKiB() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			_, _ = fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			return kb
+		}
+	}
+	return 0
 }
