@@ -314,3 +314,17 @@ func TestEmptyInstanceTypeIsLeftToTheTarget(t *testing.T) {
 		t.Errorf("kube instanceType = %q, %v; want empty (the kube target picks one)", c.InstanceType, err)
 	}
 }
+
+func TestHomeRelativePathsExpand(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory")
+	}
+	c, err := parse(t, "kube:\n  kubeconfig: ~/.kube/config\n", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(home, ".kube/config"); c.Kube.Kubeconfig != want {
+		t.Errorf("kubeconfig = %q, want %q", c.Kube.Kubeconfig, want)
+	}
+}

@@ -68,6 +68,9 @@ func Parse(name string, data []byte, baseDir string, env LookupEnv) (*Config, er
 		}
 	}
 	resolve := func(p *string, base string) {
+		if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(*p, "~/") {
+			*p = filepath.Join(home, (*p)[2:])
+		}
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(base, *p)
 		}

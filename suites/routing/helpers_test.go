@@ -188,6 +188,8 @@ func dnsLabel(s string) string {
 // it is deleted (unless skipCleanup). A refusal fails the spec.
 func (t Target) deploy(ctx context.Context, spec string, md *api.ModelDeployment) clusters.Deployment {
 	GinkgoHelper()
+	Expect(md.Spec.Router).NotTo(BeNil(), "the suite deploys routed ModelDeployments only")
+	Expect(md.Spec.Roles).NotTo(BeEmpty())
 	By(fmt.Sprintf("creating ModelDeployment %s (%s in front of %d %s replicas, router args %q)", md.Metadata.Name,
 		md.Spec.Router.Name, md.Spec.Roles[0].RoleReplicas(), md.Spec.Engine.Name, md.Spec.Router.ExtraArgs))
 	dep, err := t.Cluster.Deploy(ctx, md)
