@@ -36,7 +36,8 @@ type Entry interface {
 // Record attaches e to the current spec (JSON only in reports; printed with -v
 // or on failure).
 func Record(e Entry) {
-	ginkgo.AddReportEntry(e.EntryName(), e, ginkgo.ReportEntryVisibilityFailureOrVerbose)
+	// Offset(1): the entry's location is the spec line that recorded it.
+	ginkgo.AddReportEntry(e.EntryName(), e, ginkgo.ReportEntryVisibilityFailureOrVerbose, ginkgo.Offset(1))
 }
 
 // Claim is a spec's verdict line: what the docs say beside what was measured.
@@ -79,6 +80,10 @@ type ReplicaCount struct {
 
 // EntryName implements Entry.
 func (Split) EntryName() string { return EntrySplit }
+
+func (s Split) String() string {
+	return fmt.Sprintf("%s %s: %s by %s (%d requests, %d failed); expected %s", s.Pair, s.Title, s.Counts(), s.Source, s.Requests, s.Failures, s.Expected)
+}
 
 // Counts returns the counts in replica order, formatted as "60/60".
 func (s Split) Counts() string {
