@@ -39,15 +39,35 @@ const WarmupMaxNewTokens = 8
 func pyFloat(f float64) string { return jsonw.PyRepr(f) }
 
 // logger writes SGLang's "[2026-12-02 15:04:05] msg" and, for scheduler
-// lines, "[2026-12-02 15:04:05 TP0] msg".
-type logger struct{ out *server.Lines }
+// lines, "[2026-12-02 15:04:05 TP0] msg". quiet drops info lines
+// (--log-level warning or above); errors always print.
+type logger struct {
+	out   *server.Lines
+	quiet bool
+}
 
 func (l logger) main(msg string) {
+	if !l.quiet {
+		l.always(msg)
+	}
+}
+
+func (l logger) always(msg string) {
 	l.out.Print("["+time.Now().Format("2006-01-02 15:04:05")+"] ", msg)
 }
 
 func (l logger) tp0(msg string) {
-	l.out.Print("["+time.Now().Format("2006-01-02 15:04:05")+" TP0] ", msg)
+	if !l.quiet {
+		l.out.Print("["+time.Now().Format("2006-01-02 15:04:05")+" TP0] ", msg)
+	}
+}
+
+func aboveInfo(level string) bool {
+	switch level {
+	case "warning", "warn", "error", "critical":
+		return true
+	}
+	return false
 }
 
 // Main is `python3 -m sglang.launch_server` with c.Args the argv after it,
@@ -71,10 +91,10 @@ func Main(ctx context.Context, c *proc.Container) int {
 		stderr.Print("", err.Error())
 		return 2
 	}
-	lg := logger{out: stderr}
+	lg := logger{out: stderr, quiet: aboveInfo(cfg.logLevel)}
 	knobs, err := server.ReadKnobs(c.Env)
 	if err != nil {
-		lg.main("ValueError: invalid simulator environment: " + err.Error())
+		lg.always("ValueError: invalid simulator environment: " + err.Error())
 		return 1
 	}
 	lg.main("server_args=ServerArgs(" + cfg.serverArgsRepr() + ")")
@@ -89,7 +109,7 @@ func Main(ctx context.Context, c *proc.Container) int {
 	addr := net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port))
 	ln, err := c.Listen(addr)
 	if err != nil {
-		lg.main(fmt.Sprintf("ERROR:    [Errno 98] error while attempting to bind on address (%s): address already in use (%v)", addr, err))
+		lg.always(fmt.Sprintf("ERROR:    [Errno 98] error while attempting to bind on address (%s): address already in use (%v)", addr, err))
 		return 1
 	}
 	srvDone := make(chan error, 1)
@@ -128,7 +148,7 @@ func Main(ctx context.Context, c *proc.Container) int {
 			if ctx.Err() != nil {
 				return shutdown(lg, srvDone)
 			}
-			lg.main("Initialization failed. warmup error: " + err.Error())
+			lg.always("Initialization failed. warmup error: " + err.Error())
 			return 1
 		}
 	}
@@ -139,7 +159,7 @@ func Main(ctx context.Context, c *proc.Container) int {
 	case <-ctx.Done():
 		return shutdown(lg, srvDone)
 	case err := <-srvDone:
-		lg.main("ERROR:    " + err.Error())
+		lg.always("ERROR:    " + err.Error())
 		return 1
 	}
 }
@@ -149,7 +169,7 @@ func shutdown(lg logger, srvDone <-chan error) int {
 	lg.main("INFO:     Shutting down")
 	lg.main("INFO:     Application shutdown complete.")
 	if err != nil {
-		lg.main("ERROR:    " + err.Error())
+		lg.always("ERROR:    " + err.Error())
 		return 1
 	}
 	return 0

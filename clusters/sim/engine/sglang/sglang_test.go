@@ -594,3 +594,11 @@ func TestSGLangLoadsEndpoint(t *testing.T) {
 		t.Fatalf("bad include answered %d", code)
 	}
 }
+
+func TestSGLangLogLevelWarningSilencesInfo(t *testing.T) {
+	e := start(t, []string{"--log-level", "warning"}, nil)
+	post(t, e, "/v1/chat/completions", chatBody(model, "hi", ""))
+	if strings.Contains(e.Stderr.String(), "fired up") || strings.Contains(e.Stdout.String(), "POST") {
+		t.Fatalf("info lines at --log-level warning:\nstderr:\n%s\nstdout:\n%s", e.Stderr.String(), e.Stdout.String())
+	}
+}

@@ -46,6 +46,7 @@ type config struct {
 	serverLoadTracking bool
 	disableLogStats    bool
 	disableAccessLog   bool
+	uvicornLogLevel    string
 	apiKeys            []string
 
 	kvTransferConfig string
@@ -273,6 +274,7 @@ func parseArgs(argv []string) (*config, *ap.Error, string) {
 		serverLoadTracking: r.Bool("enable_server_load_tracking", false),
 		disableLogStats:    r.Bool("disable_log_stats", false),
 		disableAccessLog:   r.Bool("disable_uvicorn_access_log", false),
+		uvicornLogLevel:    r.String("uvicorn_log_level", "info"),
 		apiKeys:            r.Strings("api_key"),
 		kvTransferConfig:   r.String("kv_transfer_config", ""),
 		kvEventsConfig:     r.String("kv_events_config", ""),

@@ -26,7 +26,7 @@ type api struct {
 	m         *metrics
 	stdout    *server.Lines
 	load      atomic.Int64 // in-flight requests (--enable-server-load-tracking)
-	startedAt int64
+	accessLog bool         // uvicorn's access log (not --disable-uvicorn-access-log)
 }
 
 // maxBody is the largest request body read (vLLM has no small limit; this
@@ -85,7 +85,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.m.httpHighr.Observe(el)
 		a.m.httpLowr.WithLabelValues(r.Method, handler).Observe(el)
 	}
-	if !a.cfg.disableAccessLog {
+	if a.accessLog {
 		a.stdout.Print(apiPrefix+"INFO:     ", server.AccessLine(r, status))
 	}
 }

@@ -47,7 +47,11 @@ var finishReasons = []string{"stop", "length", "abort", "error", "repetition"}
 // metrics holds the children of every vLLM series for this server's one
 // engine (engine="0"), all created at start-up so they exist at 0.
 type metrics struct {
-	reg   *prometheus.Registry
+	// reg is what /metrics serves: the instrumentator's http_* series, plus
+	// the engine's vllm:* series unless --disable-log-stats (then vLLM
+	// creates no stat loggers; the engine series are still updated here but
+	// never exposed).
+	reg   prometheus.Gatherer
 	style promtext.Style
 
 	running, waiting, waitingCapacity, kvUsage prometheus.Gauge
@@ -69,9 +73,13 @@ type metrics struct {
 
 func newMetrics(c *config) *metrics {
 	reg := prometheus.NewRegistry()
+	httpReg := prometheus.NewRegistry()
 	labels := []string{"model_name", "engine"}
 	lv := []string{c.servedName(), "0"}
-	m := &metrics{reg: reg, success: map[string]prometheus.Counter{}}
+	m := &metrics{reg: prometheus.Gatherers{httpReg, reg}, success: map[string]prometheus.Counter{}}
+	if c.disableLogStats {
+		m.reg = httpReg
+	}
 
 	gauge := func(name, help string) prometheus.Gauge {
 		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
@@ -188,7 +196,7 @@ func newMetrics(c *config) *metrics {
 	m.httpOutSize = prometheus.NewSummaryVec(prometheus.SummaryOpts{Name: "http_response_size_bytes", Help: "Content length of outgoing responses by handler. Only value of header is respected. Otherwise ignored. No percentile calculated. "}, []string{"handler"})
 	m.httpHighr = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "http_request_duration_highr_seconds", Help: "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations. ", Buckets: highrBuckets})
 	m.httpLowr = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds", Help: "Latency with only few buckets by handler. Made to be only used if aggregation by handler is important. ", Buckets: lowrBuckets}, []string{"method", "handler"})
-	reg.MustRegister(m.httpTotal, m.httpInSize, m.httpOutSize, m.httpHighr, m.httpLowr)
+	httpReg.MustRegister(m.httpTotal, m.httpInSize, m.httpOutSize, m.httpHighr, m.httpLowr)
 
 	m.style = promtext.Style{
 		DefaultOrder: []string{"model_name", "engine"},

@@ -29,11 +29,38 @@ const apiPrefix = "(APIServer pid=1) "
 const enginePrefix = "(EngineCore_DP0 pid=215) "
 
 // logger writes vLLM's log format:
-// "INFO 12-02 15:04:05 [api_server.py:1851] message".
-type logger struct{ out *server.Lines }
+// "INFO 12-02 15:04:05 [api_server.py:1851] message". quiet drops INFO
+// lines (VLLM_LOGGING_LEVEL=WARNING or above).
+type logger struct {
+	out   *server.Lines
+	quiet bool
+}
 
 func (l logger) log(prefix, level, where, msg string) {
+	if l.quiet && level == "INFO" {
+		return
+	}
 	l.out.Print(prefix, level+" "+time.Now().Format("01-02 15:04:05")+" ["+where+"] "+msg)
+}
+
+// uvicorn prints its own INFO lines unless --uvicorn-log-level is above info.
+type uvicornLog struct {
+	out   *server.Lines
+	quiet bool
+}
+
+func (u uvicornLog) info(msg string) {
+	if !u.quiet {
+		u.out.Print(apiPrefix, "INFO:     "+msg)
+	}
+}
+
+func aboveInfo(level string) bool {
+	switch strings.ToLower(strings.TrimSpace(level)) {
+	case "warning", "warn", "error", "critical":
+		return true
+	}
+	return false
 }
 
 // Main is `vllm` with c.Args the argv after the program name, e.g.
@@ -50,7 +77,8 @@ func Main(ctx context.Context, c *proc.Container) int {
 		stdout.Print("", strings.TrimSuffix(info, "\n"))
 		return 0
 	}
-	lg := logger{out: stdout}
+	lg := logger{out: stdout, quiet: aboveInfo(c.Env["VLLM_LOGGING_LEVEL"])}
+	uv := uvicornLog{out: stderr, quiet: aboveInfo(cfg.uvicornLogLevel)}
 	knobs, err := server.ReadKnobs(c.Env)
 	if err != nil {
 		lg.log(apiPrefix, "ERROR", "api_server.py:1921", "Invalid simulator environment: "+err.Error())
@@ -93,7 +121,7 @@ func Main(ctx context.Context, c *proc.Container) int {
 
 	m := newMetrics(cfg)
 	eng := newEngine(cfg, knobs, m)
-	a := &api{cfg: cfg, eng: eng, m: m, stdout: stdout, startedAt: time.Now().Unix()}
+	a := &api{cfg: cfg, eng: eng, m: m, stdout: stdout, accessLog: !cfg.disableAccessLog && !uv.quiet}
 
 	host := cfg.host
 	addr := net.JoinHostPort(host, strconv.Itoa(cfg.port))
@@ -111,9 +139,9 @@ func Main(ctx context.Context, c *proc.Container) int {
 	for _, r := range []string{"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions", "/version", "/ping", "/load", "/tokenize"} {
 		lg.log(apiPrefix, "INFO", "launcher.py:44", "Route: "+r+", Methods: "+strings.Join(routes[r], ", "))
 	}
-	stderr.Print(apiPrefix, "INFO:     Started server process [1]")
-	stderr.Print(apiPrefix, "INFO:     Waiting for application startup.")
-	stderr.Print(apiPrefix, "INFO:     Application startup complete.")
+	uv.info("Started server process [1]")
+	uv.info("Waiting for application startup.")
+	uv.info("Application startup complete.")
 
 	stop := make(chan struct{})
 	statsDone := make(chan struct{})
@@ -126,9 +154,9 @@ func Main(ctx context.Context, c *proc.Container) int {
 	err = server.Run(ctx, ln, a)
 	close(stop)
 	<-statsDone
-	stderr.Print(apiPrefix, "INFO:     Shutting down")
-	stderr.Print(apiPrefix, "INFO:     Waiting for application shutdown.")
-	stderr.Print(apiPrefix, "INFO:     Application shutdown complete.")
+	uv.info("Shutting down")
+	uv.info("Waiting for application shutdown.")
+	uv.info("Application shutdown complete.")
 	if err != nil {
 		lg.log(apiPrefix, "ERROR", "api_server.py:1990", err.Error())
 		return 1

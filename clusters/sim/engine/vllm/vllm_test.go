@@ -726,3 +726,30 @@ func TestVLLMOrcaLoadHeader(t *testing.T) {
 		t.Fatalf("endpoint-load-metrics %q", got)
 	}
 }
+
+func TestVLLMDisableLogStatsLeavesOnlyHTTPSeries(t *testing.T) {
+	e := start(t, []string{"--disable-log-stats"}, nil)
+	post(t, e, "/v1/chat/completions", chatBody("hi", ""))
+	f := scrape(t, e)
+	for name := range f {
+		if strings.HasPrefix(name, "vllm:") {
+			t.Fatalf("%s exposed with --disable-log-stats", name)
+		}
+	}
+	if value(t, f, "http_requests_total", "handler", "/v1/chat/completions") != 1 {
+		t.Fatal("instrumentator series missing")
+	}
+}
+
+func TestVLLMAccessLogFollowsUvicornFlags(t *testing.T) {
+	e := start(t, nil, nil)
+	post(t, e, "/v1/chat/completions", chatBody("hi", ""))
+	if !strings.Contains(e.Stdout.String(), `"POST /v1/chat/completions HTTP/1.1" 200 OK`) {
+		t.Fatalf("no access line:\n%s", e.Stdout.String())
+	}
+	quiet := start(t, []string{"--disable-uvicorn-access-log"}, nil)
+	post(t, quiet, "/v1/chat/completions", chatBody("hi", ""))
+	if strings.Contains(quiet.Stdout.String(), "POST /v1/chat/completions") {
+		t.Fatal("access line despite --disable-uvicorn-access-log")
+	}
+}
