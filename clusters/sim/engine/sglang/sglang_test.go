@@ -602,3 +602,41 @@ func TestSGLangLogLevelWarningSilencesInfo(t *testing.T) {
 		t.Fatalf("info lines at --log-level warning:\nstderr:\n%s\nstdout:\n%s", e.Stderr.String(), e.Stdout.String())
 	}
 }
+
+func TestTTFTAndITLDelays(t *testing.T) {
+	const ttft, itl = 60 * time.Millisecond, 15 * time.Millisecond
+	e := start(t, []string{"--skip-server-warmup"}, map[string]string{"SIM_ENGINE_TTFT": ttft.String(), "SIM_ENGINE_ITL": itl.String(), "SIM_ENGINE_OUTPUT_TOKENS": "5"})
+	req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/completions", strings.NewReader(`{"prompt":"hi","stream":true,"max_tokens":5,"ignore_eos":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	sent := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var arrivals []time.Duration
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: {") {
+			arrivals = append(arrivals, time.Since(sent))
+		}
+	}
+	if len(arrivals) != 5 {
+		t.Fatalf("%d chunks, want 5", len(arrivals))
+	}
+	if arrivals[0] < ttft {
+		t.Fatalf("first token after %v, before TTFT %v", arrivals[0], ttft)
+	}
+	for i := 1; i < len(arrivals); i++ {
+		if gap := arrivals[i] - arrivals[i-1]; gap < itl-2*time.Millisecond {
+			t.Fatalf("token %d came %v after the previous one, ITL is %v", i, gap, itl)
+		}
+	}
+	f := scrape(t, e)
+	if s := val(f, "sglang:time_to_first_token_seconds_sum"); s < ttft.Seconds() {
+		t.Fatalf("TTFT sum %v", s)
+	}
+	if s := val(f, "sglang:inter_token_latency_seconds_sum"); s < 4*itl.Seconds() {
+		t.Fatalf("ITL sum %v", s)
+	}
+}
