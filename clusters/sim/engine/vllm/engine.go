@@ -26,16 +26,8 @@ type engine struct {
 func newEngine(cfg *config, knobs server.Knobs, m *metrics) *engine {
 	e := &engine{cfg: cfg, knobs: knobs, m: m}
 	blocks := cfg.kvBlocks()
-	e.sched = sched.New(sched.Config{
-		MaxRunning: cfg.maxNumSeqs,
-		KVCapacity: blocks * cfg.blockSize,
-		OnChange: func(s sched.State) {
-			m.running.Set(float64(s.Running))
-			m.waiting.Set(float64(s.Waiting))
-			m.waitingCapacity.Set(float64(s.Waiting))
-			m.kvUsage.Set(s.Usage())
-		},
-	})
+	e.sched = sched.New(sched.Config{MaxRunning: cfg.maxNumSeqs, KVCapacity: blocks * cfg.blockSize})
+	m.sched.state = e.sched.State
 	if cfg.prefixCaching {
 		e.cache = prefixcache.NewBlockCache(cfg.blockSize, blocks)
 	}

@@ -1,12 +1,14 @@
 package vllm
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/sched"
 )
 
 // Bucket layouts of vllm/v1/metrics/loggers.py (unchanged from 0.8 to the
@@ -54,7 +56,7 @@ type metrics struct {
 	reg   prometheus.Gatherer
 	style promtext.Style
 
-	running, waiting, waitingCapacity, kvUsage prometheus.Gauge
+	sched *schedCollector
 
 	prefixQueries, prefixHits, promptTokens, promptCached, genTokens prometheus.Counter
 	bySourceCompute, bySourceCache                                   prometheus.Counter
@@ -81,11 +83,6 @@ func newMetrics(c *config) *metrics {
 		m.reg = httpReg
 	}
 
-	gauge := func(name, help string) prometheus.Gauge {
-		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-		reg.MustRegister(v)
-		return v.WithLabelValues(lv...)
-	}
 	counter := func(name, help string) prometheus.Counter {
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 		reg.MustRegister(v)
@@ -97,15 +94,14 @@ func newMetrics(c *config) *metrics {
 		return v.WithLabelValues(lv...)
 	}
 
-	m.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
-	m.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
-	byReason := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting_by_reason",
-		Help: "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; " +
-			"'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). " +
-			"Sum of all reasons equals vllm:num_requests_waiting."}, append(labels, "reason"))
-	reg.MustRegister(byReason)
-	m.waitingCapacity = byReason.WithLabelValues(c.servedName(), "0", "capacity")
-	byReason.WithLabelValues(c.servedName(), "0", "deferred")
+	m.sched = &schedCollector{
+		lv:       lv,
+		running:  prometheus.NewDesc("vllm:num_requests_running", "Number of requests in model execution batches.", labels, nil),
+		waiting:  prometheus.NewDesc("vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels, nil),
+		byReason: prometheus.NewDesc("vllm:num_requests_waiting_by_reason", "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; "+"'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). "+"Sum of all reasons equals vllm:num_requests_waiting.", append(slices.Clone(labels), "reason"), nil),
+		kv:       prometheus.NewDesc("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels, nil),
+	}
+	reg.MustRegister(m.sched)
 	sleep := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:engine_sleep_state",
 		Help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; " +
 			"weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2."}, append(labels, "sleep_state"))
@@ -113,7 +109,6 @@ func newMetrics(c *config) *metrics {
 	sleep.WithLabelValues(c.servedName(), "0", "awake").Set(1)
 	sleep.WithLabelValues(c.servedName(), "0", "weights_offloaded")
 	sleep.WithLabelValues(c.servedName(), "0", "discard_all")
-	m.kvUsage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
 
 	m.prefixQueries = counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.")
 	m.prefixHits = counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.")
@@ -228,6 +223,34 @@ func noneOrInt(n int) string {
 		return "None"
 	}
 	return strconv.Itoa(n)
+}
+
+// schedCollector exposes the scheduler gauges from one scheduler snapshot
+// per scrape, so running, waiting and KV usage are always mutually
+// consistent (vLLM records them together once per engine step).
+type schedCollector struct {
+	state                          func() sched.State
+	lv                             []string
+	running, waiting, byReason, kv *prometheus.Desc
+}
+
+func (c *schedCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.running
+	ch <- c.waiting
+	ch <- c.byReason
+	ch <- c.kv
+}
+
+func (c *schedCollector) Collect(ch chan<- prometheus.Metric) {
+	var s sched.State
+	if c.state != nil {
+		s = c.state()
+	}
+	ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(s.Running), c.lv...)
+	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(s.Waiting), c.lv...)
+	ch <- prometheus.MustNewConstMetric(c.byReason, prometheus.GaugeValue, float64(s.Waiting), append(slices.Clone(c.lv), "capacity")...)
+	ch <- prometheus.MustNewConstMetric(c.byReason, prometheus.GaugeValue, 0, append(slices.Clone(c.lv), "deferred")...)
+	ch <- prometheus.MustNewConstMetric(c.kv, prometheus.GaugeValue, s.Usage(), c.lv...)
 }
 
 // counterValue reads a counter (for the periodic stats log line).
