@@ -28,15 +28,15 @@ var textRules = []struct {
 }{
 	// Authorization headers in any spelling: "Authorization: Bearer x",
 	// "authorization": "x", authorization=x.
-	{regexp.MustCompile(`(?i)(\bauthorization["']?\s*[:=]\s*["']?)[^"'\r\n,}]+`), "${1}" + Redacted},
+	{regexp.MustCompile(`(?i)(\bauthorization["']?[ \t]*[:=][ \t]*["']?)[^"'\r\n,}]+`), "${1}" + Redacted},
 	// Bearer tokens wherever they appear.
-	{regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]+`), "${1}" + Redacted},
+	{regexp.MustCompile(`(?i)(\bbearer[ \t]+)[A-Za-z0-9._~+/=-]+`), "${1}" + Redacted},
 	// NAME=value with a credential-looking upper-case name (env dumps, logs).
 	{regexp.MustCompile(`\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|_KEY)(?:_[A-Z0-9_]*)?)=("[^"]*"|'[^']*'|[^\s"',]+)`), "${1}=" + Redacted},
 	// --api-key=x, --api-key x, --hf-token x, --password x.
-	{regexp.MustCompile(`(?i)(--(?:[a-z0-9]+-)*` + secretWords + `(?:-[a-z0-9-]+)?)(=|\s+)("[^"]*"|'[^']*'|[^\s"',]+)`), "${1}${2}" + Redacted},
+	{regexp.MustCompile(`(?i)(--(?:[a-z0-9]+-)*` + secretWords + `(?:-[a-z0-9-]+)?)(=|[ \t]+)("[^"]*"|'[^']*'|[^\s"',]+)`), "${1}${2}" + Redacted},
 	// JSON/YAML keys: "api_key": "x", hf_token: x.
-	{regexp.MustCompile(`(?i)(["']?\b[a-z0-9_.-]*` + secretWords + `["']?\s*:\s*)("[^"]*"|'[^']*'|[^\s,}\]]+)`), "${1}\"" + Redacted + "\""},
+	{regexp.MustCompile(`(?i)(["']?\b[a-z0-9_.-]*` + secretWords + `["']?[ \t]*:[ \t]*)("[^"]*"|'[^']*'|[^\s,}\]]+)`), "${1}\"" + Redacted + "\""},
 }
 
 // RedactText removes secrets from free text (logs, YAML, metrics).
