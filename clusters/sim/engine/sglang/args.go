@@ -37,6 +37,8 @@ type config struct {
 	metrics     bool
 	tp, pp, dp  int
 	disaggMode  string
+	bootstrap   int
+	distInit    string
 	skipWarmup  bool
 	logLevel    string
 	logHTTP     string
@@ -188,6 +190,8 @@ func parseArgs(argv []string) (*config, error) {
 		pp:          r.IntValue("pp_size", 1),
 		dp:          r.IntValue("dp_size", 1),
 		disaggMode:  r.String("disaggregation_mode", "null"),
+		bootstrap:   r.IntValue("disaggregation_bootstrap_port", 8998),
+		distInit:    r.String("dist_init_addr", ""),
 		skipWarmup:  r.Bool("skip_server_warmup", false),
 		logLevel:    strings.ToLower(r.String("log_level", "info")),
 		apiKey:      r.String("api_key", ""),

@@ -100,6 +100,8 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result)
 	if e.m != nil && s.counted {
 		tok = e.m.tokenizer(s.labels)
 	}
+	// A PD prefill node does not record TTFT (collect_metrics skips it).
+	recordTTFT := e.cfg.disaggMode != "prefill"
 	abort := func(err error) (result, error) {
 		e.abortMetrics(s)
 		res.finish = finishAbort
@@ -123,7 +125,9 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result)
 		now := time.Now()
 		if tok != nil {
 			if firstOut.IsZero() {
-				tok.ttftH().Observe(now.Sub(s.arrival).Seconds())
+				if recordTTFT {
+					tok.ttftH().Observe(now.Sub(s.arrival).Seconds())
+				}
 			} else if k := upto - lastCount; k > 0 {
 				// observe_inter_token_latency: the raw interval once in the
 				// sum, num_new_tokens in the bucket of interval/num_new_tokens.

@@ -182,6 +182,7 @@ func (a *api) serverInfo(w http.ResponseWriter) {
 		"max_running_requests": c.maxRunning, "max_total_tokens": c.maxTotal, "page_size": c.pageSize,
 		"disable_radix_cache": c.noRadix, "enable_cache_report": c.cacheReport, "enable_metrics": c.metrics,
 		"tp_size": c.tp, "pp_size": c.pp, "dp_size": c.dp, "disaggregation_mode": c.disaggMode,
+		"disaggregation_bootstrap_port": c.bootstrap, "dist_init_addr": nilIfEmpty(c.distInit),
 		"schedule_policy": "fcfs", "chunked_prefill_size": 8192, "stream_interval": 1,
 		"decode_log_interval": c.decodeLog, "skip_server_warmup": c.skipWarmup, "log_level": c.logLevel,
 		"api_key": nilIfEmpty(c.apiKey), "stream_response_default_include_usage": c.includeUse,

@@ -640,3 +640,19 @@ func TestTTFTAndITLDelays(t *testing.T) {
 		t.Fatalf("ITL sum %v", s)
 	}
 }
+
+func TestSGLangPrefillNodeRecordsNoTTFTAndReportsBootstrapPort(t *testing.T) {
+	e := start(t, []string{"--disaggregation-mode", "prefill", "--disaggregation-bootstrap-port", "8998"}, nil)
+	post(t, e, "/generate", `{"input_ids":`+ids(1, 10)+`,"sampling_params":{"max_new_tokens":1}}`)
+	f := scrape(t, e)
+	if f["sglang:time_to_first_token_seconds"] != nil {
+		t.Fatal("a prefill node recorded TTFT")
+	}
+	if val(f, "sglang:num_requests_total", "engine_type", "prefill") != 2 { // warm-up + ours
+		t.Fatal("requests not counted with engine_type=prefill")
+	}
+	_, body := get(t, e, "/server_info")
+	if !strings.Contains(string(body), `"disaggregation_bootstrap_port":8998`) || !strings.Contains(string(body), `"disaggregation_mode":"prefill"`) {
+		t.Fatalf("/server_info %s", body)
+	}
+}
