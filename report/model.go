@@ -159,7 +159,8 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 		if !sr.LeafNodeType.Is(types.NodeTypeIt) {
 			// Suite-level nodes (BeforeSuite, ReportAfterSuite...) only matter when they fail.
 			if sr.State.Is(types.SpecStateFailureStates) {
-				out.SuiteFailures = append(out.SuiteFailures, fmt.Sprintf("%s: %s", sr.LeafNodeType, firstLines(sr.Failure.Message, 3)))
+				// Every process reports the same setup failure once.
+				out.SuiteFailures = appendUnique(out.SuiteFailures, fmt.Sprintf("%s: %s", sr.LeafNodeType, firstLines(sr.Failure.Message, 3)))
 			}
 			continue
 		}

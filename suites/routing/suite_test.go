@@ -60,6 +60,12 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	if cfg.Target == config.TargetKind {
 		s.Kubeconfig = createKindCluster(ctx, cfg)
 	}
+	if cfg.Target != config.TargetSim && !cfg.SkipCleanup {
+		// Runs after every process is done: the safety net for specs that
+		// were interrupted before their own cleanup.
+		DeferCleanup(func(ctx SpecContext) error { return deleteRunNamespaces(ctx, cfg, s) },
+			NodeTimeout(intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
+	}
 	b, err := json.Marshal(s)
 	Expect(err).NotTo(HaveOccurred())
 	return b
@@ -69,10 +75,14 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var s shared
 	Expect(json.Unmarshal(data, &s)).To(Succeed())
 	cluster, err := newCluster(ctx, cfg, s)
-	Expect(err).NotTo(HaveOccurred(), "creating the %s target", cfg.Target)
+	if err != nil {
+		Fail(fmt.Sprintf("creating the %s target: %v", cfg.Target, err))
+	}
 	DeferCleanup(func(ctx SpecContext) error { return cluster.Close(ctx) }, NodeTimeout(intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
 	env, err := cluster.Describe(ctx)
-	Expect(err).NotTo(HaveOccurred(), "describing the %s target", cfg.Target)
+	if err != nil {
+		Fail(fmt.Sprintf("describing the %s target: %v", cfg.Target, err))
+	}
 	suite = Target{Config: cfg, Cluster: cluster, Env: env}
 	GinkgoWriter.Printf("target %s: %d pairs supported\n", env.Target, countSupported(env))
 })

@@ -68,6 +68,21 @@ func createKindCluster(ctx context.Context, cfg *config.Config) string {
 	return ""
 }
 
+// deleteRunNamespaces removes every namespace labelled with this run's id.
+func deleteRunNamespaces(ctx context.Context, cfg *config.Config, s shared) error {
+	opts := kubeOptions(cfg, s)
+	if cfg.Target == config.TargetKind {
+		opts.Kubeconfig, opts.Context = s.Kubeconfig, ""
+	}
+	c, err := kube.New(opts)
+	if err != nil {
+		// Without a connection no spec could have created anything.
+		GinkgoWriter.Printf("no run namespaces to delete: %v\n", err)
+		return nil
+	}
+	return c.DeleteRunNamespaces(ctx)
+}
+
 func newRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
