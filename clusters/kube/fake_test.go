@@ -49,6 +49,7 @@ var fakeListKinds = map[schema.GroupVersionResource]string{
 	gvrModelDeployment:       "ModelDeploymentList",
 	gvrInstanceType:          "InstanceTypeList",
 	gvrSetting:               "SettingList",
+	gvrCRD:                   "CustomResourceDefinitionList",
 	gvrLocalQueue("v1beta2"): "LocalQueueList",
 	gvrLocalQueue("v1beta1"): "LocalQueueList",
 }

@@ -21,6 +21,7 @@ var (
 	gvrModelDeployment = schema.GroupVersionResource{Group: api.Group, Version: api.Version, Resource: api.Resource}
 	gvrInstanceType    = schema.GroupVersionResource{Group: api.Group, Version: "v1alpha1", Resource: "instancetypes"}
 	gvrSetting         = schema.GroupVersionResource{Group: "gpustack.ai", Version: "v1", Resource: "settings"}
+	gvrCRD             = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 // Kueue serves LocalQueue as v1beta2 in current releases (the operator's

@@ -9,6 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpustack/routing-conformance/api"
@@ -51,10 +52,8 @@ var RequiredAccess = []Access{
 	{Resource: "namespaces", Verb: "list"},
 	{Group: kueueGroup, Resource: "localqueues", Verb: "create"},
 	{Group: kueueGroup, Resource: "localqueues", Verb: "get"},
-	{Group: kueueGroup, Resource: "localqueues", Verb: "list"},
 	{Group: api.Group, Resource: api.Resource, Verb: "create"},
 	{Group: api.Group, Resource: api.Resource, Verb: "get"},
-	{Group: api.Group, Resource: api.Resource, Verb: "list"},
 	{Group: api.Group, Resource: api.Resource, Verb: "patch"},
 	{Group: api.Group, Resource: api.Resource, Verb: "delete"},
 	{Group: api.Group, Resource: api.Resource, Subresource: "status", Verb: "get"},
@@ -147,6 +146,12 @@ func (c *Cluster) checkCRD(ctx context.Context) error {
 		}
 	}
 	if !has[api.Resource] {
+		// Tell "not installed" from "installed without the version we write".
+		crd, gerr := c.dyn.Resource(gvrCRD).Get(ctx, CRDName, metav1.GetOptions{})
+		if gerr == nil {
+			served := crdServedVersions(crd)
+			return fmt.Errorf("the ModelDeployment CRD %s is installed but does not serve %s (it serves %s): upgrade gpustack-operator", CRDName, api.Version, strings.Join(served, ", "))
+		}
 		return fmt.Errorf("the ModelDeployment CRD is not served (%s %s missing from discovery): install gpustack-operator, e.g. helm install gpustack-operator <chart> -n %s --create-namespace", CRDName, api.Version, c.opts.OperatorNamespace)
 	}
 	if !has["instancetypes"] {
@@ -223,4 +228,20 @@ func (c *Cluster) localQueueGVR(ctx context.Context) (schema.GroupVersionResourc
 		}
 	}
 	return schema.GroupVersionResource{}, fmt.Errorf("Kueue's LocalQueue API (%s %s) is not served: the operator admits ModelDeployment Pods through Kueue; install Kueue (the operator chart's dependency) before running the suite", kueueGroup, strings.Join(kueueVersions, " or "))
+}
+
+func crdServedVersions(crd *unstructured.Unstructured) []string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var out []string
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if served, _ := m["served"].(bool); served {
+			name, _ := m["name"].(string)
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"no version"}
+	}
+	return out
 }

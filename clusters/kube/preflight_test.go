@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
@@ -120,6 +121,20 @@ func TestPreflightCRDNotServed(t *testing.T) {
 	e := newFakeEnv(t)
 	e.kube.Resources = servedResources(false, true, "v1beta2")
 	assertOneLine(t, e.cluster.Preflight(context.Background()), "ModelDeployment CRD is not served", CRDName, "install gpustack-operator")
+}
+
+func TestPreflightCRDInstalledWithoutTheVersion(t *testing.T) {
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": CRDName},
+		"spec": map[string]any{"versions": []any{
+			map[string]any{"name": "v1alpha0", "served": true},
+			map[string]any{"name": "v1alpha1", "served": false},
+		}},
+	}}
+	e := newFakeEnv(t, crd)
+	e.kube.Resources = servedResources(false, true, "v1beta2")
+	assertOneLine(t, e.cluster.Preflight(context.Background()), "is installed but does not serve v1alpha1", "serves v1alpha0", "upgrade gpustack-operator")
 }
 
 func TestPreflightInstanceTypesNotServed(t *testing.T) {
