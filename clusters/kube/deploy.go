@@ -91,14 +91,14 @@ func (c *Cluster) placeRoles(ctx context.Context, md *api.ModelDeployment) ([]In
 			unplaced += AcceleratorsNeeded(one)
 		}
 	}
-	if unplaced > 0 || hasEmptyInstanceType(md) {
-		it, err := c.Capacity(ctx, unplaced)
+	if hasEmptyInstanceType(md) {
+		name, err := c.pickInstanceType(ctx, unplaced)
 		if err != nil {
 			return nil, fmt.Errorf("deploy %s: %w", md.Metadata.Name, err)
 		}
 		for i := range md.Spec.Roles {
 			if md.Spec.Roles[i].InstanceType == "" {
-				md.Spec.Roles[i].InstanceType = it.Name
+				md.Spec.Roles[i].InstanceType = name
 			}
 		}
 	}
@@ -126,6 +126,50 @@ func (c *Cluster) placeRoles(ctx context.Context, md *api.ModelDeployment) ([]In
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// pickInstanceType is Capacity's choice. When nothing has room it still
+// names the closest InstanceType (accelerated and Active first) instead of
+// failing: admission specs must reach the webhook on a cluster without free
+// accelerators, and a spec that needs serving asks CanRun first. With no
+// InstanceType at all the field stays empty and the webhook names it.
+func (c *Cluster) pickInstanceType(ctx context.Context, need int64) (string, error) {
+	it, err := c.Capacity(ctx, need)
+	if err == nil {
+		return it.Name, nil
+	}
+	var ce *CapacityError
+	if !errors.As(err, &ce) {
+		return "", err
+	}
+	c.logf("kube: %s; deploying anyway (it will not become Ready)", ce.Reason)
+	all, err := c.InstanceTypes(ctx)
+	if err != nil {
+		return "", err
+	}
+	best := -1
+	rank := func(it InstanceType) int {
+		r := 0
+		if it.Phase == PhaseActive {
+			r += 2
+		}
+		if it.Acceleratable {
+			r++
+		}
+		return r
+	}
+	for i, it := range all {
+		if c.opts.InstanceType != "" && it.Name != c.opts.InstanceType {
+			continue
+		}
+		if best < 0 || rank(it) > rank(all[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return c.opts.InstanceType, nil
+	}
+	return all[best].Name, nil
 }
 
 func hasEmptyInstanceType(md *api.ModelDeployment) bool {

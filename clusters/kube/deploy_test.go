@@ -229,6 +229,19 @@ func TestDeployCreatesNamespaceLocalQueueAndObject(t *testing.T) {
 	}
 }
 
+func TestDeployWithoutCapacityStillReachesTheWebhook(t *testing.T) {
+	// A CPU-only cluster: admission specs must still get the webhook's answer.
+	e := newFakeEnv(t, instanceTypeObj("cpu-only", PhaseActive, false, "0", "q"), instanceTypeObj(h20, "Inactive", true, "0", "q2"))
+	dep, err := e.cluster.Deploy(context.Background(), twoServerMD("md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _ := dep.Object(context.Background())
+	if obj.Spec.Roles[0].InstanceType != "cpu-only" {
+		t.Errorf("instanceType %q, want the Active one", obj.Spec.Roles[0].InstanceType)
+	}
+}
+
 func TestDeployMapsAWebhookRefusalToAdmissionError(t *testing.T) {
 	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "2", "q"))
 	msg := `"--port" is set by the operator for router "vllm-router" and must not be supplied here, because two values for it cannot be told apart`

@@ -111,6 +111,15 @@ func readinessGaps(md *api.ModelDeployment) []string {
 			gaps = append(gaps, fmt.Sprintf("role %s: the router serves %d endpoints, want %d", r.Name, *rs.Endpoints.Serving.Value, desired))
 		}
 	}
+	if c := st.FindCondition(api.ConditionQuotaReserved); len(gaps) > 0 && c != nil && c.Status != "True" {
+		// Not a readiness condition of its own, but the reason Pods are not
+		// even scheduled (no LocalQueue, quota taken): say it.
+		g := fmt.Sprintf("QuotaReserved=%s/%s", c.Status, c.Reason)
+		if c.Message != "" {
+			g += ": " + c.Message
+		}
+		gaps = append(gaps, g)
+	}
 	return gaps
 }
 

@@ -68,6 +68,10 @@ func TestWaitReadyTimeoutSaysWhatWasLastMissing(t *testing.T) {
 			s.Conditions[0] = api.Condition{Type: api.ConditionRouterReady, Status: "False", Reason: api.ReasonNoReadyReplicas, Message: "0 of 1 router replicas ready"}
 			return s
 		}, 0, []string{"phase is Degraded", "no ready replica", "RouterReady=False/NoReadyReplicas: 0 of 1 router replicas ready"}},
+		{"no quota", func() api.ModelDeploymentStatus {
+			return api.ModelDeploymentStatus{Phase: api.PhaseStarting, Conditions: []api.Condition{{Type: api.ConditionQuotaReserved,
+				Status: "False", Reason: "Pending", Message: `the group of 2 replicas is waiting for quota in cluster queue "h20"`}}}
+		}, 0, []string{"phase is Starting", `QuotaReserved=False/Pending: the group of 2 replicas is waiting for quota in cluster queue "h20"`}},
 		{"serving short", func() api.ModelDeploymentStatus {
 			s := readyStatus(d.name, true, 2)
 			s.Roles[0].Endpoints.Serving.Value = api.Ptr(int32(1))
@@ -168,6 +172,13 @@ func TestWaitReadyStopsEarlyOnRenderFailed(t *testing.T) {
 }
 
 func TestWaitReadyWithoutRouterAcceptsNotConfigured(t *testing.T) {
+	// QuotaReserved is reported only as a reason, never blocks a Ready deployment.
+	ready := &api.ModelDeployment{Metadata: api.ObjectMeta{Name: "r"}, Spec: twoServerMD("r").Spec, Status: readyStatus("r", true, 2)}
+	ready.Status.Conditions = append(ready.Status.Conditions, api.Condition{Type: api.ConditionQuotaReserved, Status: "Unknown", Reason: "AdmissionInFlight"})
+	if gaps := readinessGaps(ready); len(gaps) != 0 {
+		t.Errorf("Ready deployment with QuotaReserved Unknown has gaps %v", gaps)
+	}
+
 	md := &api.ModelDeployment{Metadata: api.ObjectMeta{Name: "plain", Generation: 1}, Spec: api.ModelDeploymentSpec{Roles: []api.Role{{Name: "server"}}}}
 	st := readyStatus("plain", false, 1)
 	st.Roles[0].Endpoints.Serving = api.ServingState{State: api.ServingNotConfigured}
