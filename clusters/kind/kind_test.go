@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/yaml"
+
 	"github.com/gpustack/routing-conformance/clusters/kube"
 )
 
@@ -293,5 +296,31 @@ func TestHelmArgsWithValuesFiles(t *testing.T) {
 	want := "upgrade --install op ./chart.tgz --namespace ops --create-namespace --kubeconfig /tmp/kc --wait --timeout 3m0s -f a.yaml -f b.yaml --set x=1"
 	if got != want {
 		t.Errorf("helm %s\nwant %s", got, want)
+	}
+}
+
+func TestShippedKindConfigsAreValid(t *testing.T) {
+	for _, f := range []string{"kind-config.yaml", "kind-gpu.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c v1alpha4.Cluster
+		if err := yaml.UnmarshalStrict(b, &c); err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if c.Kind != "Cluster" || len(c.Nodes) != 2 || c.Nodes[0].Role != v1alpha4.ControlPlaneRole || c.Nodes[1].Role != v1alpha4.WorkerRole {
+			t.Errorf("%s: %+v", f, c)
+		}
+		if !strings.Contains(c.Nodes[0].KubeadmConfigPatches[0], `enable-aggregator-routing: "true"`) {
+			t.Errorf("%s: the aggregator-routing flag the operator's CI sets is missing", f)
+		}
+	}
+	var gpu v1alpha4.Cluster
+	b, _ := os.ReadFile("kind-gpu.yaml")
+	_ = yaml.Unmarshal(b, &gpu)
+	if len(gpu.Nodes[1].ExtraMounts) != 1 || gpu.Nodes[1].ExtraMounts[0].ContainerPath != "/var/run/nvidia-container-devices/all" {
+		t.Errorf("kind-gpu.yaml worker mounts %+v", gpu.Nodes[1].ExtraMounts)
 	}
 }
