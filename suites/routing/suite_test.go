@@ -58,7 +58,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	cfg := mustLoadConfig()
 	s := shared{RunID: newRunID()}
 	if cfg.Target == config.TargetKind {
-		s.Kubeconfig = createKindCluster(ctx, cfg)
+		s.Kubeconfig = createKindCluster(ctx, cfg, s)
 	}
 	if cfg.Target != config.TargetSim && !cfg.SkipCleanup {
 		// Runs after every process is done: the safety net for specs that

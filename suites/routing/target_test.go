@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/clusters/kind"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim"
 	"github.com/gpustack/routing-conformance/config"
@@ -60,12 +61,29 @@ func kubeOptions(cfg *config.Config, s shared) kube.Options {
 	}
 }
 
-// createKindCluster creates the throwaway cluster on process 1 and returns
-// its kubeconfig path; the cluster is deleted after every process is done.
-func createKindCluster(ctx context.Context, cfg *config.Config) string {
-	Fail(fmt.Sprintf("%s: target kind needs package clusters/kind, which this build does not have yet; "+
-		"create the cluster yourself and run with E2E_TARGET=kube", cfg.File()))
-	return ""
+// createKindCluster creates the throwaway cluster on process 1 (kind, then
+// the operator chart with helm, then the kube preflight) and returns its
+// kubeconfig path. The cluster is deleted after every process is done,
+// unless kind.keepCluster (E2E_KEEP_CLUSTER) keeps it.
+func createKindCluster(ctx context.Context, cfg *config.Config, s shared) string {
+	GinkgoHelper()
+	kopts := kubeOptions(cfg, s)
+	kopts.Context = ""
+	c, err := kind.Create(ctx, kind.Options{
+		Name:      cfg.Kind.ClusterName,
+		Config:    cfg.Kind.Config,
+		NodeImage: cfg.Kind.NodeImage,
+		Chart:     cfg.Kind.OperatorChart,
+		Keep:      cfg.Kind.KeepCluster,
+		Kube:      kopts,
+		Logf:      GinkgoWriter.Printf,
+	})
+	if err != nil {
+		Fail(fmt.Sprintf("creating the kind cluster: %v", err))
+	}
+	deleted := intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted)
+	DeferCleanup(func(ctx SpecContext) error { return c.Close(ctx) }, NodeTimeout(deleted.Timeout.D()))
+	return c.Kubeconfig()
 }
 
 // deleteRunNamespaces removes every namespace labelled with this run's id.
