@@ -356,7 +356,8 @@ func send(ctx context.Context, plan traffic.Plan) *traffic.Report {
 func (t Target) measureSplit(ctx context.Context, spec string, dep clusters.Deployment, p fixtures.Pair, rs []clusters.Replica,
 	before map[string]metrics.Snapshot, sent int) split.Split {
 	GinkgoHelper()
-	counter := fixtures.RequestCounter(p.Engine)
+	counter, err := split.RequestCounter(p.Engine)
+	Expect(err).NotTo(HaveOccurred())
 	var s split.Split
 	t.eventually(ctx, spec, config.OpWaitMetrics, func(g Gomega, ctx context.Context) {
 		after := map[string]metrics.Snapshot{}
