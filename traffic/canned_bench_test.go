@@ -110,13 +110,13 @@ func cpuTime() time.Duration {
 // benchPerRequest runs b.N requests through Run against cannedServer and
 // reports, besides ns/op and allocs/op, the process CPU per request
 // (cpu-ns/op: the driver plus the canned server's reads and writes).
-func benchPerRequest(b *testing.B, mode Mode) {
+func benchPerRequest(b *testing.B, mode Mode, o runOptions) {
 	url := cannedServer(b)
 	p := Plan{BaseURL: url, Model: "m", Requests: b.N, Concurrency: 64, Mode: mode, MaxTokens: 16}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
-	rep, err := Run(context.Background(), p)
+	rep, err := run(context.Background(), p, o)
 	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	if err != nil {
@@ -129,8 +129,17 @@ func benchPerRequest(b *testing.B, mode Mode) {
 }
 
 // The per-request cost of the driver as bench/driver-vs-peer.sh runs it
-// (non-streaming, concurrency 64), and of streaming:
+// (non-streaming, concurrency 64), and of streaming, through the transport
+// Run picks (h1Transport) and through net/http's:
 //
-//	go test -run '^$' -bench PerRequest -benchmem -count 6 ./traffic/ | benchstat -
-func BenchmarkPerRequestNonStreamC64(b *testing.B) { benchPerRequest(b, ModeNonStream) }
-func BenchmarkPerRequestStreamC64(b *testing.B)    { benchPerRequest(b, ModeStream) }
+//	go test -run '^$' -bench PerRequest -benchmem -count 6 ./traffic/ | benchstat -col /transport -
+func BenchmarkPerRequest(b *testing.B) {
+	for _, mode := range []Mode{ModeNonStream, ModeStream} {
+		for _, tr := range []struct {
+			name string
+			o    runOptions
+		}{{"h1", runOptions{}}, {"net-http", runOptions{netHTTP: true}}} {
+			b.Run("mode="+string(mode)+"/transport="+tr.name, func(b *testing.B) { benchPerRequest(b, mode, tr.o) })
+		}
+	}
+}

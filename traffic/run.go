@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,20 @@ import (
 // ClassCanceled, and Run returns the report together with an error wrapping
 // ctx.Err(). Run leaves no goroutine or connection behind.
 func Run(ctx context.Context, plan Plan) (*Report, error) {
+	return run(ctx, plan, runOptions{netHTTP: forceNetHTTPForTests})
+}
+
+// forceNetHTTPForTests is set by TestMain only, before its second pass.
+var forceNetHTTPForTests bool
+
+// runOptions are switches for tests and benchmarks.
+type runOptions struct {
+	// netHTTP sends through net/http's Transport even where h1Transport
+	// would be used, to compare the two.
+	netHTTP bool
+}
+
+func run(ctx context.Context, plan Plan, o runOptions) (*Report, error) {
 	if err := plan.Validate(); err != nil {
 		return nil, err
 	}
@@ -29,11 +44,11 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 	if p.Prompts.Nonce == "" {
 		p.Prompts.Nonce = newNonce()
 	}
-	r, err := newRunner(p)
+	r, err := newRunner(p, o)
 	if err != nil {
 		return nil, err
 	}
-	defer r.transport.CloseIdleConnections()
+	defer r.httpClient.CloseIdleConnections()
 
 	report := &Report{Plan: p, Results: make([]Result, p.Requests)}
 	report.Started = time.Now()
@@ -71,16 +86,16 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 
 // runner holds what every request of one run shares.
 type runner struct {
-	plan      Plan
-	client    *openai.Client
-	transport *http.Transport
-	prompts   *prompter
-	capture   []headerName
-	extraBody map[string]json.RawMessage
-	start     time.Time
+	plan       Plan
+	client     *openai.Client
+	httpClient *http.Client
+	prompts    *prompter
+	capture    []headerName
+	extraBody  map[string]json.RawMessage
+	start      time.Time
 }
 
-func newRunner(p Plan) (*runner, error) {
+func newRunner(p Plan, o runOptions) (*runner, error) {
 	base, err := openAIBaseURL(p.BaseURL)
 	if err != nil {
 		return nil, err
@@ -93,26 +108,8 @@ func newRunner(p Plan) (*runner, error) {
 		}
 		extra[k] = raw
 	}
-	// One transport per run, sized so every worker keeps its connection
-	// alive between requests, and closed when the run ends. With Go's default
-	// of 2 idle connections per host, 64 workers redial constantly: in
-	// bench/driver-vs-peer.sh that halved throughput and left ~10k sockets
-	// in TIME_WAIT.
-	transport := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          p.Concurrency + 16,
-		MaxIdleConnsPerHost:   p.Concurrency + 16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		// No Accept-Encoding: gzip. Engines answer uncompressed, and a
-		// compressing proxy would hold SSE events back.
-		DisableCompression: true,
-	}
 	httpClient := &http.Client{
-		Transport: transport,
+		Transport: newHTTPTransport(base, p.Concurrency, o.netHTTP),
 		// A router does not redirect; if something does, record the 3xx
 		// rather than replay a POST as GET.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -122,13 +119,51 @@ func newRunner(p Plan) (*runner, error) {
 	cfg.HTTPClient = &doer{client: httpClient}
 	capture := append(append([]string(nil), DefaultCaptureHeaders...), p.CaptureHeaders...)
 	return &runner{
-		plan:      p,
-		client:    openai.NewClientWithConfig(cfg),
-		transport: transport,
-		prompts:   newPrompter(p.Prompts),
-		capture:   headerNames(capture),
-		extraBody: extra,
+		plan:       p,
+		client:     openai.NewClientWithConfig(cfg),
+		httpClient: httpClient,
+		prompts:    newPrompter(p.Prompts),
+		capture:    headerNames(capture),
+		extraBody:  extra,
 	}, nil
+}
+
+// newHTTPTransport returns one transport per run, sized so that every worker
+// keeps its connection alive between requests. It is h1Transport for a
+// plain-http base URL that no proxy applies to (all of a run's requests go
+// to that one host), else net/http's Transport.
+func newHTTPTransport(base string, concurrency int, forceNetHTTP bool) http.RoundTripper {
+	if u, err := url.Parse(base); err == nil && u.Scheme == "http" && h1Supported && !forceNetHTTP {
+		proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u})
+		if err == nil && proxy == nil {
+			port := u.Port()
+			if port == "" {
+				port = "80"
+			}
+			return &h1Transport{
+				addr:        net.JoinHostPort(u.Hostname(), port),
+				dialer:      net.Dialer{KeepAlive: 30 * time.Second},
+				maxIdle:     concurrency + 16,
+				idleTimeout: 90 * time.Second,
+			}
+		}
+	}
+	// With Go's default of 2 idle connections per host, 64 workers redial
+	// constantly: in bench/driver-vs-peer.sh that halved throughput and left
+	// ~10k sockets in TIME_WAIT.
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          concurrency + 16,
+		MaxIdleConnsPerHost:   concurrency + 16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// No Accept-Encoding: gzip. Engines answer uncompressed, and a
+		// compressing proxy would hold SSE events back.
+		DisableCompression: true,
+	}
 }
 
 // pace waits for request i's slot under the RPS cap. It reports false when

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -17,8 +20,23 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain runs the tests twice: with the transport Run picks (h1Transport
+// on loopback) and through net/http's Transport, which https and proxied
+// runs use, so both answer every scenario the same way.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if code == 0 && flag.Lookup("test.bench").Value.String() == "" {
+		fmt.Println("traffic: the tests again, through net/http's Transport")
+		forceNetHTTPForTests = true
+		code = m.Run()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func plan(url string, requests int) Plan {

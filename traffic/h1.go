@@ -1,0 +1,227 @@
+package traffic
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// h1Transport is the http.RoundTripper of plain-http runs without a proxy
+// (see newHTTPTransport). It does each exchange on the goroutine that sends
+// the request, over pooled keep-alive HTTP/1.1 connections.
+//
+// WHY: net/http's Transport hands every request to two goroutines per
+// connection (writeLoop, readLoop) and back; on loopback those hand-offs,
+// their channels and timers cost about a third of the driver's CPU per
+// request (bench/driver-vs-peer.sh, BenchmarkPerRequest*). The bytes on the
+// wire stay net/http's: requests are written by http.Request.Write and
+// answers parsed by http.ReadResponse, the functions its Transport uses.
+//
+// What it keeps from net/http's Transport: a dial error is the dialer's
+// *net.OpError; an answer is handed over once its header is read; the
+// connection returns to the pool when the body has been read to its end and
+// neither side asked to close; 1xx interim answers are skipped; the request's
+// context bounds the exchange and the body, and its cause is the error once
+// it has ended; an idle connection the server has closed is not reused (it is
+// probed before reuse, where net/http's readLoop notices the close).
+type h1Transport struct {
+	addr        string // host:port
+	dialer      net.Dialer
+	maxIdle     int
+	idleTimeout time.Duration
+
+	mu   sync.Mutex
+	idle []*h1Conn // most recently used last
+}
+
+type h1Conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	idleAt time.Time
+}
+
+// max1xx bounds the interim answers skipped before the final one, as
+// net/http does.
+const max1xx = 5
+
+// longAgo is a deadline in the past: setting it makes blocked I/O return.
+var longAgo = time.Unix(1, 0)
+
+var errTooMany1xx = errors.New("traffic: too many 1xx informational responses")
+
+func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		closeRequestBody(req)
+		return nil, context.Cause(ctx)
+	}
+	c, err := t.conn(ctx)
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(longAgo) })
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		_ = c.nc.Close()
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return nil, err
+	}
+	// Request.Write closes the request body, also on error.
+	if err := req.Write(c.bw); err != nil {
+		return fail(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return fail(err)
+	}
+	var resp *http.Response
+	for n := 0; ; n++ {
+		if resp, err = http.ReadResponse(c.br, req); err != nil {
+			return fail(err)
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode < 100 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		if n == max1xx {
+			return fail(errTooMany1xx)
+		}
+	}
+	resp.Body = &h1Body{
+		rc:   resp.Body,
+		t:    t,
+		c:    c,
+		ctx:  ctx,
+		stop: stop,
+		keep: !resp.Close && !req.Close,
+	}
+	return resp, nil
+}
+
+// conn returns a live idle connection or dials a new one, its deadline set
+// to ctx's (the probe fails on a connection whose last deadline passed).
+func (t *h1Transport) conn(ctx context.Context) (*h1Conn, error) {
+	deadline, _ := ctx.Deadline() // zero: none
+	for {
+		t.mu.Lock()
+		n := len(t.idle)
+		if n == 0 {
+			t.mu.Unlock()
+			break
+		}
+		c := t.idle[n-1]
+		t.idle[n-1] = nil
+		t.idle = t.idle[:n-1]
+		t.mu.Unlock()
+		if time.Since(c.idleAt) < t.idleTimeout && c.nc.SetDeadline(deadline) == nil && idleConnAlive(c.nc) {
+			return c, nil
+		}
+		_ = c.nc.Close()
+	}
+	nc, err := t.dialer.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.SetDeadline(deadline); err != nil {
+		_ = nc.Close()
+		return nil, err
+	}
+	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}, nil
+}
+
+// put pools c, or closes it when the pool is full.
+func (t *h1Transport) put(c *h1Conn) {
+	c.idleAt = time.Now()
+	t.mu.Lock()
+	if len(t.idle) < t.maxIdle {
+		t.idle = append(t.idle, c)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// CloseIdleConnections closes the pooled connections; a connection in use
+// is closed or pooled when its body ends.
+func (t *h1Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, c := range idle {
+		_ = c.nc.Close()
+	}
+}
+
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// h1Body is an answer's body. Like net/http's, it gives its connection back
+// as soon as it has been read to the end, Close or not (go-openai does not
+// close the body of a failed stream request), and Close before the end
+// closes the connection.
+type h1Body struct {
+	rc   io.ReadCloser // the body http.ReadResponse set up
+	t    *h1Transport
+	c    *h1Conn
+	ctx  context.Context
+	stop func() bool // unregisters the cancel hook; false once it ran
+	keep bool        // neither side asked to close the connection
+	done bool        // the connection has been given back or closed
+	err  error       // what Read returns once done
+}
+
+var errBodyClosed = errors.New("http: read on closed response body")
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	switch {
+	case err == io.EOF:
+		b.err = io.EOF
+		b.release(true)
+	case err != nil:
+		if b.ctx.Err() != nil {
+			err = context.Cause(b.ctx)
+		}
+		b.err = err
+		b.release(false)
+	}
+	return n, err
+}
+
+func (b *h1Body) Close() error {
+	if !b.done {
+		b.err = errBodyClosed
+		b.release(false)
+	}
+	return nil
+}
+
+// release pools the connection when the body ended cleanly, is all read and
+// the cancel hook had not fired; otherwise it closes the connection.
+func (b *h1Body) release(atEOF bool) {
+	if b.done {
+		return
+	}
+	b.done = true
+	stopped := b.stop()
+	if atEOF && b.keep && stopped && b.c.br.Buffered() == 0 {
+		b.t.put(b.c)
+		return
+	}
+	_ = b.c.nc.Close()
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package traffic
+
+import "net"
+
+// h1Supported: elsewhere runs use net/http's Transport, which notices closed
+// idle connections with its per-connection reader.
+const h1Supported = false
+
+func idleConnAlive(net.Conn) bool { return false }
