@@ -19,7 +19,8 @@ import (
 // labelled namespace is created for it (removed again by Delete, or at once
 // if the create fails); a given namespace must exist already. Every
 // InstanceType used gets its LocalQueue in the namespace. An admission
-// refusal is *clusters.AdmissionError, a shortage *CapacityError.
+// refusal is *clusters.AdmissionError. A shortage of accelerators is not an
+// error here (see pickInstanceType): ask CanRun first to skip instead.
 func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters.Deployment, error) {
 	if md == nil || md.Metadata.Name == "" {
 		return nil, fmt.Errorf("deploy: the ModelDeployment needs metadata.name")
@@ -45,8 +46,10 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 	d := &Deployment{c: c, name: want.Metadata.Name, ns: ns, ownsNamespace: owns, routerName: routerName(want)}
 	fail := func(err error) (clusters.Deployment, error) {
 		if owns {
-			// Nothing else lives in a namespace made for this deployment.
-			if derr := c.DeleteNamespace(context.WithoutCancel(ctx), ns); derr != nil {
+			// Nothing else lives in a namespace made for this deployment and
+			// it holds no GPU, so its removal is not waited for (admission
+			// specs refuse dozens of objects in a row).
+			if derr := c.deleteNamespace(context.WithoutCancel(ctx), ns, false); derr != nil {
 				c.logf("kube: cleanup after failed deploy: %v", derr)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -292,5 +293,48 @@ func TestAdmissionErrorMapping(t *testing.T) {
 		if !tc.admission && got != tc.err {
 			t.Errorf("%s: error was rewritten: %v", tc.name, got)
 		}
+	}
+}
+
+func TestDeleteNamespaceWaitsWhileItTerminates(t *testing.T) {
+	e := newFakeEnv(t)
+	name, _ := e.cluster.CreateNamespace(context.Background(), "x")
+	gvr := corev1.SchemeGroupVersion.WithResource("namespaces")
+	// The namespace controller: Terminating first, gone a little later.
+	e.kube.PrependReactor("delete", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		obj, _ := e.kube.Tracker().Get(gvr, "", name) // not the clientset: its lock is held here
+		ns := obj.(*corev1.Namespace).DeepCopy()
+		ns.Status.Phase = corev1.NamespaceTerminating
+		_ = e.kube.Tracker().Update(gvr, ns, "")
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			_ = e.kube.Tracker().Delete(gvr, "", name)
+		}()
+		return true, nil, nil
+	})
+	start := time.Now()
+	if err := e.cluster.DeleteNamespace(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 50*time.Millisecond {
+		t.Error("DeleteNamespace returned while the namespace was still Terminating")
+	}
+}
+
+func TestDeleteNamespaceTimesOutNamingTheState(t *testing.T) {
+	e := newFakeEnv(t)
+	name, _ := e.cluster.CreateNamespace(context.Background(), "x")
+	gvr := corev1.SchemeGroupVersion.WithResource("namespaces")
+	e.kube.PrependReactor("delete", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		obj, _ := e.kube.Tracker().Get(gvr, "", name) // not the clientset: its lock is held here
+		ns := obj.(*corev1.Namespace).DeepCopy()
+		ns.Status.Phase = corev1.NamespaceTerminating
+		_ = e.kube.Tracker().Update(gvr, ns, "")
+		return true, nil, nil // a finalizer that never clears
+	})
+	e.cluster.iv.Delete = 40 * time.Millisecond
+	err := e.cluster.DeleteNamespace(context.Background(), name)
+	if err == nil || !strings.Contains(err.Error(), "namespace "+name+" is Terminating") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("DeleteNamespace = %v", err)
 	}
 }

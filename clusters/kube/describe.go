@@ -88,7 +88,12 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 		noGPU = "no Active accelerated InstanceType has a free accelerator (kubectl get instancetypes)"
 	}
 	env.Pairs = pairs(noGPU)
-	env.Notes = append(env.Notes, "engines and routers are the real images; requests go through a port-forward to a router Pod")
+	via := "a port-forward to a router Pod's 8081"
+	if c.inCluster {
+		via = "the router Service (<md>-router.<ns>.svc:8081)"
+	}
+	env.Notes = append(env.Notes, "engines and routers run their real images; requests go through "+via,
+		fmt.Sprintf("namespaces of this run carry %s=%s", LabelRunID, c.opts.RunID))
 	return env, nil
 }
 

@@ -102,6 +102,10 @@ func (c *Cluster) EnsureLocalQueue(ctx context.Context, ns string, it InstanceTy
 // namespace without this suite's and this run's labels. A namespace already
 // gone is not an error.
 func (c *Cluster) DeleteNamespace(ctx context.Context, name string) error {
+	return c.deleteNamespace(ctx, name, true)
+}
+
+func (c *Cluster) deleteNamespace(ctx context.Context, name string, wait bool) error {
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -112,10 +116,10 @@ func (c *Cluster) DeleteNamespace(ctx context.Context, name string) error {
 	if ns.Labels[LabelManagedBy] != ManagedByValue || ns.Labels[LabelRunID] != c.opts.RunID {
 		return fmt.Errorf("refusing to delete namespace %s: it lacks labels %s=%s and %s=%s, so this run did not create it", name, LabelManagedBy, ManagedByValue, LabelRunID, c.opts.RunID)
 	}
-	return c.deleteNamespaceAndWait(ctx, ns)
+	return c.deleteNamespaceAndWait(ctx, ns, wait)
 }
 
-func (c *Cluster) deleteNamespaceAndWait(ctx context.Context, ns *corev1.Namespace) error {
+func (c *Cluster) deleteNamespaceAndWait(ctx context.Context, ns *corev1.Namespace, wait bool) error {
 	ctx, cancel := context.WithTimeout(ctx, c.iv.Delete)
 	defer cancel()
 	uid := ns.UID
@@ -125,6 +129,9 @@ func (c *Cluster) deleteNamespaceAndWait(ctx context.Context, ns *corev1.Namespa
 		return fmt.Errorf("delete namespace %s: %s", ns.Name, firstLine(err.Error()))
 	}
 	c.logf("kube: deleting namespace %s", ns.Name)
+	if !wait {
+		return nil
+	}
 	return poll(ctx, c.iv.Poll, func(ctx context.Context) (bool, string, error) {
 		got, err := c.kube.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && got.UID != uid) {
