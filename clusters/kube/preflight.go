@@ -184,6 +184,8 @@ func (c *Cluster) checkWebhooks(ctx context.Context) error {
 		return fmt.Errorf("the operator's validating webhook did not refuse a ModelDeployment that puts vllm-router in front of SGLang (server-side dry run in namespace %s): its ValidatingWebhookConfiguration is missing; reinstall gpustack-operator", c.opts.PreflightNamespace)
 	case webhookUnreachable(err):
 		return fmt.Errorf("the operator's admission webhook is not answering: %s; check the operator Pods in %s (kubectl -n %s get pods) and its webhook Service endpoints", firstLine(err.Error()), c.opts.OperatorNamespace, c.opts.OperatorNamespace)
+	case strings.Contains(err.Error(), "does not support dry run"):
+		return fmt.Errorf("an admission webhook refuses server-side dry runs (%s), so the preflight cannot probe the operator's webhook without creating objects; set sideEffects: None on that webhook or report it", firstLine(err.Error()))
 	case apierrors.IsNotFound(err) && strings.Contains(err.Error(), "namespaces"):
 		return fmt.Errorf("preflight namespace %q does not exist; set the preflight namespace option to an existing namespace", c.opts.PreflightNamespace)
 	}

@@ -182,3 +182,11 @@ func TestPreflightFindsKueueV1beta1(t *testing.T) {
 		t.Errorf("LocalQueue version %s, want v1beta1", gvr.Version)
 	}
 }
+
+func TestPreflightWebhookWithoutDryRunSupport(t *testing.T) {
+	e := newFakeEnv(t)
+	e.dyn.PrependReactor("create", api.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewBadRequest(`admission webhook "quota.example.com" does not support dry run`)
+	})
+	assertOneLine(t, e.cluster.Preflight(context.Background()), "refuses server-side dry runs", "quota.example.com", "sideEffects: None")
+}
