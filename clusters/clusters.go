@@ -81,6 +81,13 @@ type RouterPod struct {
 	LastExitCode *int32 `json:"lastExitCode,omitempty"`
 }
 
+// RefusedArgs reports a router that will never start as configured: it is
+// crash-looping and its last run exited with code 2, clap's exit code for an
+// argument it refused (e.g. an unknown --policy; routers.md §2.4).
+func (p RouterPod) RefusedArgs() bool {
+	return p.Waiting == "CrashLoopBackOff" && p.LastExitCode != nil && *p.LastExitCode == 2
+}
+
 // Replica is one engine replica (serving instance) as the router sees it.
 type Replica struct {
 	Name string `json:"name"` // Pod name

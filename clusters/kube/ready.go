@@ -34,7 +34,7 @@ func (d *Deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 			}
 			missing = []string{firstLine(err.Error())}
 		} else {
-			missing = readinessGaps(md)
+			missing = api.ReadinessGaps(md)
 			if len(missing) == 0 {
 				return nil
 			}
@@ -55,81 +55,6 @@ func (d *Deployment) notReady(ctx context.Context, missing []string) error {
 		missing = []string{"no status was read"}
 	}
 	return fmt.Errorf("ModelDeployment %s/%s not Ready: %s (%w)", d.ns, d.name, strings.Join(missing, "; "), ctx.Err())
-}
-
-// readinessGaps lists every readiness condition md does not meet yet.
-func readinessGaps(md *api.ModelDeployment) []string {
-	var gaps []string
-	st := md.Status
-	if st.ObservedGeneration != 0 && st.ObservedGeneration < md.Metadata.Generation {
-		gaps = append(gaps, fmt.Sprintf("status describes generation %d, spec is at %d", st.ObservedGeneration, md.Metadata.Generation))
-	}
-	if st.Phase != api.PhaseReady {
-		g := fmt.Sprintf("phase is %s, want %s", orNone(st.Phase), api.PhaseReady)
-		if st.PhaseMessage != "" {
-			g += ": " + st.PhaseMessage
-		}
-		gaps = append(gaps, g)
-	}
-	routed := md.Spec.Router != nil
-	if routed {
-		c := st.FindCondition(api.ConditionRouterReady)
-		switch {
-		case c == nil:
-			gaps = append(gaps, "condition RouterReady not reported")
-		case c.Status != "True":
-			g := fmt.Sprintf("RouterReady=%s/%s", c.Status, c.Reason)
-			if c.Message != "" {
-				g += ": " + c.Message
-			}
-			gaps = append(gaps, g)
-		}
-	}
-	for _, r := range md.Spec.Roles {
-		rs := findRoleStatus(st.Roles, r.Name)
-		if rs == nil {
-			gaps = append(gaps, fmt.Sprintf("role %s: no status yet", r.Name))
-			continue
-		}
-		desired := rs.Desired
-		if desired == 0 {
-			desired = r.RoleReplicas()
-		}
-		if rs.Ready < desired {
-			gaps = append(gaps, fmt.Sprintf("role %s: %d of %d instances ready", r.Name, rs.Ready, desired))
-		}
-		switch {
-		case rs.Endpoints == nil:
-			gaps = append(gaps, fmt.Sprintf("role %s: endpoints.serving not reported", r.Name))
-		case !routed && rs.Endpoints.Serving.State == api.ServingNotConfigured:
-			// Without a router nothing serves a routing view to confirm.
-		case rs.Endpoints.Serving.State != api.ServingConfirmed:
-			gaps = append(gaps, fmt.Sprintf("role %s: endpoints.serving.state is %s, want %s", r.Name, orNone(rs.Endpoints.Serving.State), api.ServingConfirmed))
-		case rs.Endpoints.Serving.Value == nil:
-			gaps = append(gaps, fmt.Sprintf("role %s: endpoints.serving is Confirmed without a value", r.Name))
-		case *rs.Endpoints.Serving.Value != desired:
-			gaps = append(gaps, fmt.Sprintf("role %s: the router serves %d endpoints, want %d", r.Name, *rs.Endpoints.Serving.Value, desired))
-		}
-	}
-	if c := st.FindCondition(api.ConditionQuotaReserved); len(gaps) > 0 && c != nil && c.Status != "True" {
-		// Not a readiness condition of its own, but the reason Pods are not
-		// even scheduled (no LocalQueue, quota taken): say it.
-		g := fmt.Sprintf("QuotaReserved=%s/%s", c.Status, c.Reason)
-		if c.Message != "" {
-			g += ": " + c.Message
-		}
-		gaps = append(gaps, g)
-	}
-	return gaps
-}
-
-func findRoleStatus(roles []api.RoleStatus, name string) *api.RoleStatus {
-	for i := range roles {
-		if roles[i].Name == name {
-			return &roles[i]
-		}
-	}
-	return nil
 }
 
 // Waiting reasons that do not heal by waiting longer.

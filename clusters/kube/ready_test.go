@@ -175,7 +175,7 @@ func TestWaitReadyWithoutRouterAcceptsNotConfigured(t *testing.T) {
 	// QuotaReserved is reported only as a reason, never blocks a Ready deployment.
 	ready := &api.ModelDeployment{Metadata: api.ObjectMeta{Name: "r"}, Spec: twoServerMD("r").Spec, Status: readyStatus("r", true, 2)}
 	ready.Status.Conditions = append(ready.Status.Conditions, api.Condition{Type: api.ConditionQuotaReserved, Status: "Unknown", Reason: "AdmissionInFlight"})
-	if gaps := readinessGaps(ready); len(gaps) != 0 {
+	if gaps := api.ReadinessGaps(ready); len(gaps) != 0 {
 		t.Errorf("Ready deployment with QuotaReserved Unknown has gaps %v", gaps)
 	}
 
@@ -183,11 +183,11 @@ func TestWaitReadyWithoutRouterAcceptsNotConfigured(t *testing.T) {
 	st := readyStatus("plain", false, 1)
 	st.Roles[0].Endpoints.Serving = api.ServingState{State: api.ServingNotConfigured}
 	md.Status = st
-	if gaps := readinessGaps(md); len(gaps) != 0 {
+	if gaps := api.ReadinessGaps(md); len(gaps) != 0 {
 		t.Errorf("gaps %v", gaps)
 	}
 	md.Spec.Router = &api.Router{Name: api.RouterVLLM}
-	if gaps := readinessGaps(md); len(gaps) == 0 {
+	if gaps := api.ReadinessGaps(md); len(gaps) == 0 {
 		t.Error("a routed deployment with serving NotConfigured counted as ready")
 	}
 }

@@ -104,9 +104,9 @@ func (d *deployment) Object(ctx context.Context) (*api.ModelDeployment, error) {
 	return operator.DeepCopy(d.obj), nil
 }
 
-// WaitReady polls status until it has observed the current generation and
-// shows phase Ready, RouterReady True and every role serving Confirmed at
-// its desired count (NotConfigured without a router).
+// WaitReady polls status until api.ReadinessGaps finds nothing missing. It
+// stops early, as the kube target does, when a router Pod keeps exiting with
+// clap's code 2: waiting cannot fix a refused argument.
 func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
@@ -122,11 +122,18 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 			}
 			return err
 		}
-		missing := notReady(obj)
-		if missing == "" {
+		gaps := api.ReadinessGaps(obj)
+		if len(gaps) == 0 {
 			return nil
 		}
-		last = missing
+		last = strings.Join(gaps, "; ")
+		pods, err := d.RouterState(ctx)
+		if err != nil {
+			return err
+		}
+		if refused := allRefuseArgs(pods); refused != "" {
+			return fmt.Errorf("%s cannot become Ready: router Pod %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments; its previous log has the error); still missing: %s", d.key(), refused, last)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready: %s: %w", d.key(), last, ctx.Err())
@@ -135,45 +142,20 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	}
 }
 
-// notReady says what keeps obj from being ready, or "" when it is.
-func notReady(obj *api.ModelDeployment) string {
-	st := obj.Status
-	var why []string
-	if st.ObservedGeneration != obj.Metadata.Generation {
-		// A status from before the last edit says nothing about the edit.
-		why = append(why, fmt.Sprintf("status has observed generation %d, not %d yet",
-			st.ObservedGeneration, obj.Metadata.Generation))
+// allRefuseArgs names a router Pod when every router Pod refuses its
+// arguments. One good Pod beside a crashing one is a rollout in progress (an
+// edit that fixed the arguments, or one that broke them while the old Pod
+// keeps serving), which waiting can still resolve.
+func allRefuseArgs(pods []clusters.RouterPod) string {
+	if len(pods) == 0 {
+		return ""
 	}
-	if st.Phase != api.PhaseReady {
-		why = append(why, fmt.Sprintf("phase is %q (%s)", st.Phase, st.PhaseMessage))
-	}
-	if c := st.FindCondition(api.ConditionRouterReady); c == nil {
-		why = append(why, "RouterReady is not reported yet")
-	} else if c.Status != "True" {
-		why = append(why, fmt.Sprintf("RouterReady is %s/%s: %s", c.Status, c.Reason, c.Message))
-	}
-	for _, r := range st.Roles {
-		if r.Endpoints == nil {
-			why = append(why, fmt.Sprintf("role %s has no serving view", r.Name))
-			continue
-		}
-		s := r.Endpoints.Serving
-		switch {
-		case s.State == api.ServingNotConfigured && obj.Spec.Router == nil:
-		case s.State != api.ServingConfirmed:
-			why = append(why, fmt.Sprintf("role %s serving is %s", r.Name, s.State))
-		case s.Value == nil || *s.Value != r.Desired:
-			n := int32(0)
-			if s.Value != nil {
-				n = *s.Value
-			}
-			why = append(why, fmt.Sprintf("role %s serving is Confirmed at %d of %d desired", r.Name, n, r.Desired))
+	for _, p := range pods {
+		if !p.RefusedArgs() {
+			return ""
 		}
 	}
-	if len(st.Roles) == 0 {
-		why = append(why, "no role statuses yet")
-	}
-	return strings.Join(why, "; ")
+	return pods[0].Name
 }
 
 // routerPods returns the live (not deleting) router Pods, sorted by name.

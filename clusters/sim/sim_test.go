@@ -261,10 +261,13 @@ func TestRouterCrashShowsRouterReadyFalseAndRestarts(t *testing.T) {
 	if _, err := d.OpenAIBaseURL(ctx); err == nil || !strings.Contains(err.Error(), "NoReadyReplicas") {
 		t.Fatalf("no base URL without a ready router: %v", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	// WaitReady gives up at once on a router that refuses its arguments, long
+	// before its deadline, and says why and what else is missing.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := d.WaitReady(wctx, 10*time.Millisecond); err == nil || !strings.Contains(err.Error(), "RouterReady is False") {
-		t.Fatalf("WaitReady names what is missing: %v", err)
+	err = d.WaitReady(wctx, 10*time.Millisecond)
+	if err == nil || wctx.Err() != nil || !strings.Contains(err.Error(), "last exit code 2") || !strings.Contains(err.Error(), "RouterReady=False") {
+		t.Fatalf("WaitReady names the refused arguments and what is missing, before its deadline: %v", err)
 	}
 }
 

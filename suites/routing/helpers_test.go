@@ -2,7 +2,6 @@ package routing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -223,55 +222,18 @@ func (t Target) cleanup(spec string, dep clusters.Deployment) {
 	}, NodeTimeout(deleted.Timeout.D()))
 }
 
-// waitReady waits for phase Ready, RouterReady True and every role serving
-// Confirmed at its desired count (operator.md §11), polling status.
+// waitReady waits, within spec/wait-ready, for the target's own readiness
+// gate: phase Ready, RouterReady True and every role serving Confirmed at its
+// desired count (operator.md §11). The target stops early on terminal states
+// (a router exiting with a clap error, ImagePullBackOff), so a broken
+// deployment fails in seconds rather than after the model-load timeout.
 func (t Target) waitReady(ctx context.Context, spec string, dep clusters.Deployment) {
 	GinkgoHelper()
-	By("waiting for " + dep.Name() + " to be Ready with every replica confirmed behind the router")
-	t.eventually(ctx, spec, config.OpWaitReady, func(ctx context.Context) error {
-		obj, err := dep.Object(ctx)
-		if err != nil {
-			return err
-		}
-		return notReady(obj)
-	}).Should(Succeed())
-}
-
-// notReady says what a user would see is missing for a routed deployment to
-// be ready, or nil.
-func notReady(obj *api.ModelDeployment) error {
-	st := obj.Status
-	var why []string
-	if st.ObservedGeneration < obj.Metadata.Generation {
-		why = append(why, fmt.Sprintf("status observed generation %d of %d", st.ObservedGeneration, obj.Metadata.Generation))
-	}
-	if st.Phase != api.PhaseReady {
-		why = append(why, fmt.Sprintf("phase %q (%s)", st.Phase, st.PhaseMessage))
-	}
-	if c := st.FindCondition(api.ConditionRouterReady); c == nil || c.Status != "True" {
-		if c == nil {
-			why = append(why, "RouterReady not reported")
-		} else {
-			why = append(why, fmt.Sprintf("RouterReady %s/%s: %s", c.Status, c.Reason, c.Message))
-		}
-	}
-	if len(st.Roles) == 0 {
-		why = append(why, "no role status")
-	}
-	for _, r := range st.Roles {
-		switch {
-		case r.Endpoints == nil:
-			why = append(why, fmt.Sprintf("role %s has no endpoints view", r.Name))
-		case r.Endpoints.Serving.State != api.ServingConfirmed:
-			why = append(why, fmt.Sprintf("role %s serving %s", r.Name, r.Endpoints.Serving.State))
-		case r.Endpoints.Serving.Value == nil || *r.Endpoints.Serving.Value != r.Desired:
-			why = append(why, fmt.Sprintf("role %s serving confirmed at %v of %d", r.Name, r.Endpoints.Serving.Value, r.Desired))
-		}
-	}
-	if len(why) > 0 {
-		return errors.New(strings.Join(why, "; "))
-	}
-	return nil
+	iv := intervalOf(t.Config, spec, config.OpWaitReady)
+	By(fmt.Sprintf("waiting up to %s for %s to be Ready with every replica confirmed behind the router", iv.Timeout.D(), dep.Name()))
+	wctx, cancel := context.WithTimeout(ctx, iv.Timeout.D())
+	defer cancel()
+	Expect(dep.WaitReady(wctx, iv.Poll.D())).To(Succeed(), "%s/%s did not become Ready", dep.Namespace(), dep.Name())
 }
 
 // deployReady is deploy then waitReady.

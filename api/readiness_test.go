@@ -1,0 +1,60 @@
+package api
+
+import (
+	"strings"
+	"testing"
+)
+
+func readyMD() *ModelDeployment {
+	two := int32(2)
+	return &ModelDeployment{
+		Metadata: ObjectMeta{Name: "md", Generation: 3},
+		Spec: ModelDeploymentSpec{
+			Router: &Router{Name: RouterVLLM},
+			Roles:  []Role{{Name: "server", Replicas: &two}},
+		},
+		Status: ModelDeploymentStatus{
+			ObservedGeneration: 3,
+			Phase:              PhaseReady,
+			Conditions:         []Condition{{Type: ConditionRouterReady, Status: "True", Reason: ReasonReady}},
+			Roles: []RoleStatus{{Name: "server", Desired: 2, Ready: 2,
+				Endpoints: &RoleEndpoints{Serving: ServingState{State: ServingConfirmed, Value: &two}}}},
+		},
+	}
+}
+
+func TestReadinessGapsNoneWhenEveryConditionHolds(t *testing.T) {
+	if gaps := ReadinessGaps(readyMD()); gaps != nil {
+		t.Fatalf("gaps = %v, want none", gaps)
+	}
+}
+
+// Each broken condition must show up as its own gap naming it.
+func TestReadinessGapsNameEachMissingCondition(t *testing.T) {
+	one := int32(1)
+	cases := map[string]struct {
+		mutate func(*ModelDeployment)
+		want   string
+	}{
+		"stale status": {func(m *ModelDeployment) { m.Metadata.Generation = 4 }, "generation 3, spec is at 4"},
+		"phase":        {func(m *ModelDeployment) { m.Status.Phase = PhaseStarting }, "phase is Starting"},
+		"router not ready": {func(m *ModelDeployment) {
+			m.Status.Conditions[0] = Condition{Type: ConditionRouterReady, Status: "False", Reason: ReasonNoReadyReplicas}
+		}, "RouterReady=False/NoReadyReplicas"},
+		"router unreported": {func(m *ModelDeployment) { m.Status.Conditions = nil }, "RouterReady not reported"},
+		"role missing":      {func(m *ModelDeployment) { m.Status.Roles = nil }, "role server: no status yet"},
+		"instances":         {func(m *ModelDeployment) { m.Status.Roles[0].Ready = 1 }, "1 of 2 instances ready"},
+		"serving state":     {func(m *ModelDeployment) { m.Status.Roles[0].Endpoints.Serving.State = ServingNotConverged }, "serving.state is NotConverged"},
+		"serving count":     {func(m *ModelDeployment) { m.Status.Roles[0].Endpoints.Serving.Value = &one }, "the router serves 1 endpoints, want 2"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			md := readyMD()
+			tc.mutate(md)
+			gaps := ReadinessGaps(md)
+			if !strings.Contains(strings.Join(gaps, "; "), tc.want) {
+				t.Fatalf("gaps = %q, want one containing %q", gaps, tc.want)
+			}
+		})
+	}
+}
