@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -56,7 +57,7 @@ type doer struct {
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if ex == nil {
-		return d.client.Do(req)
+		return d.send(req)
 	}
 	for name, value := range ex.headers {
 		req.Header.Set(name, value)
@@ -68,7 +69,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	ex.sentAt = time.Now()
-	resp, err := d.client.Do(req)
+	resp, err := d.send(req)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +84,30 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		resp.Body = &drainBody{ReadCloser: resp.Body}
 	}
 	return resp, nil
+}
+
+// send is what d.client.Do does for the driver's requests, less the copy of
+// the request headers Client.Do makes on every request for redirects (the
+// client follows none: a 3xx is the answer). Errors are *url.Error as from
+// Client.Do. A URL with credentials goes through Client.Do, which turns them
+// into an Authorization header.
+func (d *doer) send(req *http.Request) (*http.Response, error) {
+	if req.URL.User != nil {
+		return d.client.Do(req)
+	}
+	resp, err := d.client.Transport.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
+}
+
+// urlErrorOp is how Client.Do names the method in a *url.Error ("Post").
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
 }
 
 // mergeBody adds fields to the JSON object in req's body.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,17 +27,24 @@ import (
 // *net.OpError; an answer is handed over once its header is read; the
 // connection returns to the pool when the body has been read to its end and
 // neither side asked to close; 1xx interim answers are skipped; the request's
-// context bounds the exchange and the body, and its cause is the error once
-// it has ended; an idle connection the server has closed is not reused (it is
-// probed before reuse, where net/http's readLoop notices the close).
+// deadline bounds the exchange and the body, and once the request's context
+// has ended its cause is the error; an idle connection the server has closed
+// is not reused (it is probed before reuse, where net/http's readLoop notices
+// the close).
+//
+// Cancellation is per run, not per request: the request contexts must
+// derive from the context passed to abortWhenDone, and end otherwise only at
+// their deadline. That saves registering a cancel hook on every request.
 type h1Transport struct {
 	addr        string // host:port
 	dialer      net.Dialer
 	maxIdle     int
 	idleTimeout time.Duration
 
-	mu   sync.Mutex
-	idle []*h1Conn // most recently used last
+	aborted atomic.Bool
+	mu      sync.Mutex
+	idle    []*h1Conn // most recently used last
+	open    map[*h1Conn]struct{}
 }
 
 type h1Conn struct {
@@ -53,7 +61,28 @@ const max1xx = 5
 // longAgo is a deadline in the past: setting it makes blocked I/O return.
 var longAgo = time.Unix(1, 0)
 
-var errTooMany1xx = errors.New("traffic: too many 1xx informational responses")
+var (
+	errTooMany1xx = errors.New("traffic: too many 1xx informational responses")
+	errAborted    = errors.New("traffic: connection aborted: the run ended")
+)
+
+// abortWhenDone makes every exchange, current or future, fail once ctx
+// ends. Call stop when the transport is no longer used.
+func (t *h1Transport) abortWhenDone(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, t.abort)
+}
+
+// abort sets the flag first and the deadlines second; RoundTrip sets a
+// connection's deadline first and reads the flag second, so that any
+// exchange either sees the flag or has its deadline overwritten.
+func (t *h1Transport) abort() {
+	t.aborted.Store(true)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for c := range t.open {
+		_ = c.nc.SetDeadline(longAgo)
+	}
+}
 
 func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
@@ -66,14 +95,16 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(longAgo) })
 	fail := func(err error) (*http.Response, error) {
-		stop()
-		_ = c.nc.Close()
+		t.close(c)
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
 		return nil, err
+	}
+	if t.aborted.Load() {
+		closeRequestBody(req)
+		return fail(errAborted)
 	}
 	// Request.Write closes the request body, also on error.
 	if err := req.Write(c.bw); err != nil {
@@ -99,7 +130,6 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t:    t,
 		c:    c,
 		ctx:  ctx,
-		stop: stop,
 		keep: !resp.Close && !req.Close,
 	}
 	return resp, nil
@@ -123,7 +153,7 @@ func (t *h1Transport) conn(ctx context.Context) (*h1Conn, error) {
 		if time.Since(c.idleAt) < t.idleTimeout && c.nc.SetDeadline(deadline) == nil && idleConnAlive(c.nc) {
 			return c, nil
 		}
-		_ = c.nc.Close()
+		t.close(c)
 	}
 	nc, err := t.dialer.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
@@ -133,18 +163,33 @@ func (t *h1Transport) conn(ctx context.Context) (*h1Conn, error) {
 		_ = nc.Close()
 		return nil, err
 	}
-	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}, nil
+	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
+	t.mu.Lock()
+	if t.open == nil {
+		t.open = map[*h1Conn]struct{}{}
+	}
+	t.open[c] = struct{}{}
+	t.mu.Unlock()
+	return c, nil
 }
 
-// put pools c, or closes it when the pool is full.
+func (t *h1Transport) close(c *h1Conn) {
+	t.mu.Lock()
+	delete(t.open, c)
+	t.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// put pools c, or closes it when the pool is full or the run was aborted.
 func (t *h1Transport) put(c *h1Conn) {
 	c.idleAt = time.Now()
 	t.mu.Lock()
-	if len(t.idle) < t.maxIdle {
+	if len(t.idle) < t.maxIdle && !t.aborted.Load() {
 		t.idle = append(t.idle, c)
 		t.mu.Unlock()
 		return
 	}
+	delete(t.open, c)
 	t.mu.Unlock()
 	_ = c.nc.Close()
 }
@@ -155,6 +200,9 @@ func (t *h1Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil
+	for _, c := range idle {
+		delete(t.open, c)
+	}
 	t.mu.Unlock()
 	for _, c := range idle {
 		_ = c.nc.Close()
@@ -176,10 +224,9 @@ type h1Body struct {
 	t    *h1Transport
 	c    *h1Conn
 	ctx  context.Context
-	stop func() bool // unregisters the cancel hook; false once it ran
-	keep bool        // neither side asked to close the connection
-	done bool        // the connection has been given back or closed
-	err  error       // what Read returns once done
+	keep bool  // neither side asked to close the connection
+	done bool  // the connection has been given back or closed
+	err  error // what Read returns once done
 }
 
 var errBodyClosed = errors.New("http: read on closed response body")
@@ -211,17 +258,16 @@ func (b *h1Body) Close() error {
 	return nil
 }
 
-// release pools the connection when the body ended cleanly, is all read and
-// the cancel hook had not fired; otherwise it closes the connection.
+// release pools the connection when the body ended cleanly and is all read;
+// otherwise it closes the connection.
 func (b *h1Body) release(atEOF bool) {
 	if b.done {
 		return
 	}
 	b.done = true
-	stopped := b.stop()
-	if atEOF && b.keep && stopped && b.c.br.Buffered() == 0 {
+	if atEOF && b.keep && b.c.br.Buffered() == 0 {
 		b.t.put(b.c)
 		return
 	}
-	_ = b.c.nc.Close()
+	b.t.close(b.c)
 }

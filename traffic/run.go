@@ -49,6 +49,10 @@ func run(ctx context.Context, plan Plan, o runOptions) (*Report, error) {
 		return nil, err
 	}
 	defer r.httpClient.CloseIdleConnections()
+	if h1, ok := r.httpClient.Transport.(*h1Transport); ok {
+		// Every request context derives from ctx (see h1Transport).
+		defer h1.abortWhenDone(ctx)()
+	}
 
 	report := &Report{Plan: p, Results: make([]Result, p.Requests)}
 	report.Started = time.Now()

@@ -225,3 +225,45 @@ func TestIdleConnAliveTellsAClosedOrDirtyConnection(t *testing.T) {
 		t.Errorf("read %q, %v after the probe", buf, err)
 	}
 }
+
+// Canceling the run ends exchanges blocked anywhere: waiting for the answer's
+// header, or in the middle of a stream's body.
+func TestCancelEndsStalledHeadersAndStalledStreams(t *testing.T) {
+	const c = 4
+	var f fakeOpenAI
+	var streaming atomic.Int32
+	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) {
+		if isStream(req) {
+			startSSE(w)
+			sse(w, chunk(req, "hel", ""))
+			streaming.Add(1)
+		}
+		<-r.Context().Done()
+	})
+	p := plan(srv.URL, c)
+	p.Concurrency = c
+	p.Mode = ModeAlternate
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan *Report, 1)
+	go func() {
+		rep, _ := Run(ctx, p)
+		done <- rep
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.inFlight() < c || streaming.Load() < c/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("server never had %d requests in flight", c)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case rep := <-done:
+		for _, r := range rep.Results {
+			wantClass(t, r, ClassCanceled)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of cancellation")
+	}
+}
