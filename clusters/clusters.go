@@ -25,6 +25,15 @@ type Cluster interface {
 	Close(ctx context.Context) error
 }
 
+// CapacityChecker is implemented by targets whose capacity can run out (a
+// GPU cluster). Before deploying anything that must serve, the suite asks, and
+// skips with the reason instead of failing on Pods that wait for accelerators.
+type CapacityChecker interface {
+	// CanRun reports whether md's roles fit the free accelerators now; reason
+	// says what is short when they do not.
+	CanRun(ctx context.Context, md *api.ModelDeployment) (ok bool, reason string, err error)
+}
+
 // Deployment is one created ModelDeployment.
 type Deployment interface {
 	Name() string

@@ -164,7 +164,10 @@ type Cluster struct {
 	kueueGV     string // "kueue.x-k8s.io/v1beta2" once discovered
 }
 
-var _ clusters.Cluster = (*Cluster)(nil)
+var (
+	_ clusters.Cluster         = (*Cluster)(nil)
+	_ clusters.CapacityChecker = (*Cluster)(nil)
+)
 
 // New builds a Cluster from a kubeconfig (see Options.Kubeconfig) or the
 // in-cluster config. It contacts nothing: call Preflight before the first spec.

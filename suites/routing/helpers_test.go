@@ -236,9 +236,17 @@ func (t Target) waitReady(ctx context.Context, spec string, dep clusters.Deploym
 	Expect(dep.WaitReady(wctx, iv.Poll.D())).To(Succeed(), "%s/%s did not become Ready", dep.Namespace(), dep.Name())
 }
 
-// deployReady is deploy then waitReady.
+// deployReady is deploy then waitReady, skipped with the reason when a
+// target with finite capacity has no room for md now.
 func (t Target) deployReady(ctx context.Context, spec string, md *api.ModelDeployment) clusters.Deployment {
 	GinkgoHelper()
+	if cc, ok := t.Cluster.(clusters.CapacityChecker); ok {
+		fits, reason, err := cc.CanRun(ctx, md)
+		Expect(err).NotTo(HaveOccurred(), "checking free accelerators for %s", md.Metadata.Name)
+		if !fits {
+			Skip(fmt.Sprintf("target %s has no room for %s: %s", t.Env.Target, md.Metadata.Name, reason))
+		}
+	}
 	dep := t.deploy(ctx, spec, md)
 	t.waitReady(ctx, spec, dep)
 	return dep
