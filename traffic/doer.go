@@ -23,6 +23,10 @@ const drainLimit = 64 << 10
 // back from it. go-openai calls the doer synchronously on the goroutine that
 // runs the request, and the body is read on that goroutine too, so an
 // exchange needs no locking.
+//
+// Each worker reuses one exchange, reset per request, and carries it in its
+// context (withExchange); the body wrappers live in it. That saves several
+// allocations per request; nothing holds an exchange past its request.
 type exchange struct {
 	// in
 	headers   map[string]string
@@ -36,8 +40,12 @@ type exchange struct {
 	errBody  bytes.Buffer
 	sawDone  bool
 	mergeErr error
-	// outcome lives here to save an allocation per request.
-	outcome outcome
+	outcome  outcome
+
+	// the answer's body, wrapped as it needs
+	drain drainBody
+	tee   teeBody
+	sse   sseBody
 }
 
 type exchangeKey struct{}
@@ -77,11 +85,14 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	ex.header = resp.Header
 	switch {
 	case resp.StatusCode < 200 || resp.StatusCode >= 300:
-		resp.Body = &teeBody{ReadCloser: resp.Body, buf: &ex.errBody}
+		ex.tee = teeBody{ReadCloser: resp.Body, buf: &ex.errBody}
+		resp.Body = &ex.tee
 	case ex.stream:
-		resp.Body = &sseBody{ReadCloser: resp.Body, ex: ex}
+		ex.sse = sseBody{ReadCloser: resp.Body, ex: ex}
+		resp.Body = &ex.sse
 	default:
-		resp.Body = &drainBody{ReadCloser: resp.Body}
+		ex.drain = drainBody{ReadCloser: resp.Body}
+		resp.Body = &ex.drain
 	}
 	return resp, nil
 }
@@ -155,11 +166,23 @@ func (t *teeBody) Read(p []byte) (int, error) {
 // terminator) before closing, so the connection goes back to the pool.
 type drainBody struct {
 	io.ReadCloser
+	scratch [256]byte
 }
 
 func (d *drainBody) Close() error {
-	_, _ = io.Copy(io.Discard, io.LimitReader(d.ReadCloser, drainLimit))
+	drain(d.ReadCloser, d.scratch[:])
 	return d.ReadCloser.Close()
+}
+
+// drain reads r until EOF, an error or drainLimit bytes, into scratch.
+func drain(r io.Reader, scratch []byte) {
+	for n := 0; n < drainLimit; {
+		m, err := r.Read(scratch)
+		n += m
+		if err != nil {
+			return
+		}
+	}
 }
 
 // sseBody watches the event stream for the "data: [DONE]" line, which
@@ -204,7 +227,7 @@ func (s *sseBody) Read(p []byte) (int, error) {
 // connection can be reused; an unfinished one is just closed.
 func (s *sseBody) Close() error {
 	if s.ex.sawDone {
-		_, _ = io.Copy(io.Discard, io.LimitReader(s.ReadCloser, drainLimit))
+		drain(s.ReadCloser, s.ex.drain.scratch[:])
 	}
 	return s.ReadCloser.Close()
 }

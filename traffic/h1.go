@@ -49,6 +49,7 @@ type h1Transport struct {
 
 type h1Conn struct {
 	nc     net.Conn
+	probe  *connProbe
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	idleAt time.Time
@@ -150,7 +151,7 @@ func (t *h1Transport) conn(ctx context.Context) (*h1Conn, error) {
 		t.idle[n-1] = nil
 		t.idle = t.idle[:n-1]
 		t.mu.Unlock()
-		if time.Since(c.idleAt) < t.idleTimeout && c.nc.SetDeadline(deadline) == nil && idleConnAlive(c.nc) {
+		if time.Since(c.idleAt) < t.idleTimeout && c.nc.SetDeadline(deadline) == nil && c.probe.idleConnAlive() {
 			return c, nil
 		}
 		t.close(c)
@@ -163,7 +164,7 @@ func (t *h1Transport) conn(ctx context.Context) (*h1Conn, error) {
 		_ = nc.Close()
 		return nil, err
 	}
-	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
+	c := &h1Conn{nc: nc, probe: newConnProbe(nc), br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
 	t.mu.Lock()
 	if t.open == nil {
 		t.open = map[*h1Conn]struct{}{}

@@ -8,4 +8,8 @@ import "net"
 // idle connections with its per-connection reader.
 const h1Supported = false
 
-func idleConnAlive(net.Conn) bool { return false }
+type connProbe struct{}
+
+func newConnProbe(net.Conn) *connProbe { return nil }
+
+func (*connProbe) idleConnAlive() bool { return false }

@@ -66,6 +66,8 @@ func run(ctx context.Context, plan Plan, o runOptions) (*Report, error) {
 			// so 64 workers do not contend for ctx's lock on every request.
 			workerCtx, stop := context.WithCancel(ctx)
 			defer stop()
+			ex := &exchange{}
+			workerCtx = withExchange(workerCtx, ex)
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= p.Requests {
@@ -75,7 +77,7 @@ func run(ctx context.Context, plan Plan, o runOptions) (*Report, error) {
 					report.Results[i] = r.notSent(ctx, i)
 					continue
 				}
-				r.do(ctx, workerCtx, i, &report.Results[i])
+				r.do(ctx, workerCtx, ex, i, &report.Results[i])
 			}
 		})
 	}
@@ -221,12 +223,13 @@ func (r *runner) expand(v string, i, group int) string {
 	return strings.NewReplacer("{index}", strconv.Itoa(i), "{group}", strconv.Itoa(group), "{nonce}", r.plan.Prompts.Nonce).Replace(v)
 }
 
-// do sends request i and records the outcome in res. Cancellation is judged
-// on runCtx; the request's own context derives from workerCtx, a child of it.
-func (r *runner) do(runCtx, workerCtx context.Context, i int, res *Result) {
+// do sends request i through the worker's exchange ex and records the
+// outcome in res. Cancellation is judged on runCtx; the request's own context
+// derives from workerCtx, a child of it that carries ex.
+func (r *runner) do(runCtx, workerCtx context.Context, ex *exchange, i int, res *Result) {
 	text, group := r.prompts.prompt(i)
 	*res = Result{Index: i, Group: group, Stream: r.plan.streams(i)}
-	ex := &exchange{stream: res.Stream}
+	*ex = exchange{stream: res.Stream}
 	if len(r.plan.Headers) > 0 {
 		ex.headers = make(map[string]string, len(r.plan.Headers))
 		for k, v := range r.plan.Headers {
@@ -252,7 +255,7 @@ func (r *runner) do(runCtx, workerCtx context.Context, i int, res *Result) {
 	// start precedes the deadline, so a timed-out request's latency is at
 	// least RequestTimeout.
 	start := time.Now()
-	reqCtx, cancel := context.WithTimeout(withExchange(workerCtx, ex), r.plan.RequestTimeout)
+	reqCtx, cancel := context.WithTimeout(workerCtx, r.plan.RequestTimeout)
 	defer cancel()
 	res.StartOffset = start.Sub(r.start)
 	o := &ex.outcome

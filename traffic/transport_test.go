@@ -201,7 +201,7 @@ func TestIdleConnAliveTellsAClosedOrDirtyConnection(t *testing.T) {
 	eventually := func(what string, want bool, c net.Conn) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
-		for idleConnAlive(c) != want {
+		for newConnProbe(c).idleConnAlive() != want {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: idleConnAlive stayed %v", what, !want)
 			}
@@ -210,7 +210,7 @@ func TestIdleConnAliveTellsAClosedOrDirtyConnection(t *testing.T) {
 	}
 
 	quiet, _ := dial()
-	if !idleConnAlive(quiet) {
+	if !newConnProbe(quiet).idleConnAlive() {
 		t.Error("a quiet open connection is not alive")
 	}
 	closed, peer := dial()
