@@ -20,8 +20,9 @@ import (
 // connection (writeLoop, readLoop) and back; on loopback those hand-offs,
 // their channels and timers cost about a third of the driver's CPU per
 // request (bench/driver-vs-peer.sh, BenchmarkPerRequest*). The bytes on the
-// wire stay net/http's: requests are written by http.Request.Write and
-// answers parsed by http.ReadResponse, the functions its Transport uses.
+// wire stay net/http's: requests are written as http.Request.Write writes
+// them and answers parsed as http.ReadResponse parses them, the functions its
+// Transport uses (see h1wire.go).
 //
 // What it keeps from net/http's Transport: a dial error is the dialer's
 // *net.OpError; an answer is handed over once its header is read; the
@@ -107,8 +108,8 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return fail(errAborted)
 	}
-	// Request.Write closes the request body, also on error.
-	if err := req.Write(c.bw); err != nil {
+	// writeRequest closes the request body, also on error.
+	if err := writeRequest(c.bw, req); err != nil {
 		return fail(err)
 	}
 	if err := c.bw.Flush(); err != nil {
@@ -116,7 +117,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var resp *http.Response
 	for n := 0; ; n++ {
-		if resp, err = http.ReadResponse(c.br, req); err != nil {
+		if resp, err = readResponse(c.br, req); err != nil {
 			return fail(err)
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode < 100 || resp.StatusCode == http.StatusSwitchingProtocols {
