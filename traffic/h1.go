@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,10 @@ import (
 //
 // Cancellation is per run, not per request: the request contexts must
 // derive from the context passed to abortWhenDone, and end otherwise only at
-// their deadline. That saves registering a cancel hook on every request.
+// their deadline. The deadline is the request exchange's when set (the
+// runner then makes no context timer per request), else the context's; I/O
+// past it fails with context.DeadlineExceeded, as from net/http. That saves
+// a cancel hook and a timer per request.
 type h1Transport struct {
 	addr        string // host:port
 	dialer      net.Dialer
@@ -99,10 +103,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	fail := func(err error) (*http.Response, error) {
 		t.close(c)
-		if ctx.Err() != nil {
-			err = context.Cause(ctx)
-		}
-		return nil, err
+		return nil, t.ioErr(ctx, err)
 	}
 	if t.aborted.Load() {
 		closeRequestBody(req)
@@ -137,10 +138,33 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// requestDeadline is when the request must be over (zero: never).
+func requestDeadline(ctx context.Context) time.Time {
+	if ex, _ := ctx.Value(exchangeKey{}).(*exchange); ex != nil && !ex.deadline.IsZero() {
+		return ex.deadline
+	}
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// ioErr is the error of an exchange whose I/O failed with err: the context's
+// once it has ended, context.DeadlineExceeded when the request's deadline
+// passed, else err.
+func (t *h1Transport) ioErr(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case errors.Is(err, os.ErrDeadlineExceeded) && !t.aborted.Load():
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
 // conn returns a live idle connection or dials a new one, its deadline set
-// to ctx's (the probe fails on a connection whose last deadline passed).
+// to the request's (the probe fails on a connection whose last deadline
+// passed).
 func (t *h1Transport) conn(ctx context.Context) (*h1Conn, error) {
-	deadline, _ := ctx.Deadline() // zero: none
+	deadline := requestDeadline(ctx)
 	for {
 		t.mu.Lock()
 		n := len(t.idle)
@@ -157,9 +181,11 @@ func (t *h1Transport) conn(ctx context.Context) (*h1Conn, error) {
 		}
 		t.close(c)
 	}
-	nc, err := t.dialer.DialContext(ctx, "tcp", t.addr)
+	dialer := t.dialer
+	dialer.Deadline = deadline
+	nc, err := dialer.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
-		return nil, err
+		return nil, t.ioErr(ctx, err)
 	}
 	if err := nc.SetDeadline(deadline); err != nil {
 		_ = nc.Close()
@@ -243,9 +269,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		b.err = io.EOF
 		b.release(true)
 	case err != nil:
-		if b.ctx.Err() != nil {
-			err = context.Cause(b.ctx)
-		}
+		err = b.t.ioErr(b.ctx, err)
 		b.err = err
 		b.release(false)
 	}

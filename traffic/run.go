@@ -52,6 +52,7 @@ func run(ctx context.Context, plan Plan, o runOptions) (*Report, error) {
 	if h1, ok := r.httpClient.Transport.(*h1Transport); ok {
 		// Every request context derives from ctx (see h1Transport).
 		defer h1.abortWhenDone(ctx)()
+		r.deadlineInExchange = true
 	}
 
 	report := &Report{Plan: p, Results: make([]Result, p.Requests)}
@@ -99,6 +100,9 @@ type runner struct {
 	capture    []headerName
 	extraBody  map[string]json.RawMessage
 	start      time.Time
+	// deadlineInExchange: the transport (h1Transport) takes each request's
+	// deadline from its exchange, so no context timer is made per request.
+	deadlineInExchange bool
 }
 
 func newRunner(p Plan, o runOptions) (*runner, error) {
@@ -255,8 +259,14 @@ func (r *runner) do(runCtx, workerCtx context.Context, ex *exchange, i int, res 
 	// start precedes the deadline, so a timed-out request's latency is at
 	// least RequestTimeout.
 	start := time.Now()
-	reqCtx, cancel := context.WithTimeout(workerCtx, r.plan.RequestTimeout)
-	defer cancel()
+	reqCtx := workerCtx
+	if r.deadlineInExchange {
+		ex.deadline = start.Add(r.plan.RequestTimeout)
+	} else {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeout(workerCtx, r.plan.RequestTimeout)
+		defer cancel()
+	}
 	res.StartOffset = start.Sub(r.start)
 	o := &ex.outcome
 	o.start = start

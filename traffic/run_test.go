@@ -551,6 +551,9 @@ func TestRequestTimeoutIsClassTimeout(t *testing.T) {
 	p.RequestTimeout = 50 * time.Millisecond
 	for _, r := range mustRun(t, p).Results { // mustRun: a timeout is not a canceled run
 		wantClass(t, r, ClassTimeout)
+		if !strings.Contains(r.Error, "context deadline exceeded") {
+			t.Errorf("request %d: error %q, want net/http's context deadline exceeded", r.Index, r.Error)
+		}
 		if r.Latency < p.RequestTimeout {
 			t.Errorf("request %d timed out after %v, before %v", r.Index, r.Latency, p.RequestTimeout)
 		}
