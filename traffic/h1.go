@@ -32,7 +32,7 @@ import (
 // deadline bounds the exchange and the body, and once the request's context
 // has ended its cause is the error; an idle connection the server has closed
 // is not reused (it is probed before reuse, where net/http's readLoop notices
-// the close).
+// the close; see probeAfterIdle).
 //
 // Cancellation is per run, not per request: the request contexts must
 // derive from the context passed to abortWhenDone, and end otherwise only at
@@ -59,6 +59,15 @@ type h1Conn struct {
 	bw     *bufio.Writer
 	idleAt time.Time
 }
+
+// probeAfterIdle: a connection idle for less than this is reused without
+// probing. A server that closes a connection right after a keep-alive answer
+// (shutting down) can then fail a request sent within this window, where a
+// probe would have redialled; net/http has the same window until its
+// readLoop goroutine has run and seen the close, which under load takes as
+// long. Under load most reuses come within it, and the probe (a recvfrom)
+// was ~5% of the driver's CPU per request.
+const probeAfterIdle = 100 * time.Microsecond
 
 // max1xx bounds the interim answers skipped before the final one, as
 // net/http does.
@@ -176,7 +185,8 @@ func (t *h1Transport) conn(ctx context.Context) (*h1Conn, error) {
 		t.idle[n-1] = nil
 		t.idle = t.idle[:n-1]
 		t.mu.Unlock()
-		if time.Since(c.idleAt) < t.idleTimeout && c.nc.SetDeadline(deadline) == nil && c.probe.idleConnAlive() {
+		if idle := time.Since(c.idleAt); idle < t.idleTimeout && c.nc.SetDeadline(deadline) == nil &&
+			(idle < probeAfterIdle || c.probe.idleConnAlive()) {
 			return c, nil
 		}
 		t.close(c)
