@@ -182,15 +182,21 @@ func TestGoodRunServesUntilInterrupt(t *testing.T) {
 	}
 }
 
-func TestNotReadyWithinTimeoutExitsOne(t *testing.T) {
+// A router that refuses its arguments can never become Ready: the CLI gives
+// up before its timeout, exits 1 and says why, with the router's own error.
+func TestRouterRefusingItsArgumentsExitsOneNamingWhy(t *testing.T) {
 	y := strings.Replace(goodYAML, "router: {name: vllm-router}",
 		"router: {name: vllm-router, extraArgs: [--policy, roundrobin]}", 1)
-	code, out, errb := runCLI(context.Background(), "-f", writeFile(t, y), "--timeout", "500ms")
+	// "cannot become Ready" comes only from the early stop; running out the
+	// timeout would say "not ready ... deadline exceeded" instead.
+	code, out, errb := runCLI(context.Background(), "-f", writeFile(t, y), "--timeout", "30s")
 	if code != exitFailure {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	if !strings.Contains(errb.String(), "not ready") || !strings.Contains(errb.String(), "RouterReady is") {
-		t.Fatalf("stderr names what was missing:\n%s", errb)
+	for _, want := range []string{"cannot become Ready", "last exit code 2", "still missing: "} {
+		if !strings.Contains(errb.String(), want) {
+			t.Fatalf("stderr names what was missing (%q):\n%s", want, errb)
+		}
 	}
 	if !strings.Contains(errb.String(), "error: invalid value 'roundrobin' for '--policy <POLICY>'") {
 		t.Fatalf("router stderr is streamed:\n%s\nstdout:\n%s", errb, out)
