@@ -14,36 +14,16 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routertest"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const ns = "ns"
+const ns = routertest.Namespace
 
-var selector = map[string]string{"app.kubernetes.io/instance": "md"}
+var selector = routertest.Selector()
 
-func fleet(t *testing.T, n int, pods *routertest.Pods) []*routertest.Engine {
-	t.Helper()
-	var es []*routertest.Engine
-	port := 0
-	for i := 0; i < n; i++ {
-		e := routertest.StartEngine(t, fmt.Sprintf("w%d", i), "", port, "m")
-		port = e.Port
-		es = append(es, e)
-		if pods != nil {
-			pods.Put(routertest.EnginePod(ns, fmt.Sprintf("md-server-%d", i), e, selector))
-		}
-	}
-	return es
-}
-
-func operatorArgs(enginePort int, extra ...string) []string {
-	a := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
-		"--service-discovery", "--service-discovery-namespace=" + ns, "--service-discovery-port=" + strconv.Itoa(enginePort),
-		"--selector", "app.kubernetes.io/instance=md"}
-	return append(a, extra...)
-}
+// logs is the router's stdout without ANSI colour.
+var logs = (*routertest.Router).Logs
 
 type workerList struct {
 	Workers []struct {
@@ -62,18 +42,16 @@ func registered(t *testing.T, r *routertest.Router) workerList {
 
 func startSG(t *testing.T, es []*routertest.Engine, pods *routertest.Pods, extra ...string) *routertest.Router {
 	t.Helper()
-	r := routertest.Start(t, Main, operatorArgs(es[0].Port, extra...), map[string]string{"SIM_ROUTER_SEED": "3"}, pods)
+	r := routertest.Start(t, Main, routertest.OperatorArgs(es[0].Port, extra...), map[string]string{"SIM_ROUTER_SEED": "3"}, pods)
 	r.WaitReady(t, "/liveness", 5*time.Second)
 	routertest.Eventually(t, 5*time.Second, func() bool { return len(registered(t, r).Workers) == len(es) },
 		"workers never registered; stdout:\n%s", r.Stdout)
 	return r
 }
 
-func logs(r *routertest.Router) string { return tracelog.Strip(r.Stdout.String()) }
-
 func TestSGBannerHasNoKvConnector(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods)
 	out := logs(r)
 	want := fmt.Sprintf("Starting router on 0.0.0.0:%d | mode: Regular { worker_urls: [] } | policy: CacheAware { cache_threshold: 0.3, balance_abs_threshold: 64, balance_rel_threshold: 1.5, eviction_interval_secs: 120, max_tree_size: 67108864 } | max_payload: 512MB\n", r.Port)
@@ -104,7 +82,7 @@ func TestSGBannerHasNoKvConnector(t *testing.T) {
 
 func TestSGBannerPolicyDebugForms(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	for policyArg, want := range map[string]string{
 		"prefix_hash": "policy: PrefixHash { prefix_token_count: 256, load_factor: 1.25 } | max_payload",
 		"manual":      "policy: Manual { eviction_interval_secs: 120, max_idle_secs: 14400 } | max_payload",
@@ -120,7 +98,7 @@ func TestSGBannerPolicyDebugForms(t *testing.T) {
 
 func TestPolicyValidOnlyOnOtherRouterRefused(t *testing.T) {
 	for _, p := range []string{"consistent_hash", "rendezvous_hash"} {
-		r := routertest.Start(t, Main, operatorArgs(8000, "--policy", p), nil, routertest.NewPods())
+		r := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--policy", p), nil, routertest.NewPods())
 		if code := r.Wait(t, 5*time.Second); code != 2 {
 			t.Fatalf("exit %d", code)
 		}
@@ -137,7 +115,7 @@ func TestPolicyValidOnlyOnOtherRouterRefused(t *testing.T) {
 }
 
 func TestSGBadDecodePolicyWithTip(t *testing.T) {
-	r := routertest.Start(t, Main, operatorArgs(8000, "--decode-policy=power_of_tw"), nil, routertest.NewPods())
+	r := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--decode-policy=power_of_tw"), nil, routertest.NewPods())
 	if code := r.Wait(t, 5*time.Second); code != 2 {
 		t.Fatalf("exit %d", code)
 	}
@@ -152,7 +130,7 @@ func TestSGBadDecodePolicyWithTip(t *testing.T) {
 
 func TestSGChatRoutesOnJoinedMessages(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startSG(t, es, pods)
 	shared := strings.Repeat("You are a careful assistant. ", 20)
 	chat := func(user string) string {
@@ -196,7 +174,7 @@ func TestSGChatRoutesOnJoinedMessages(t *testing.T) {
 
 func TestRoundRobin120Gives60And60WithSelectionMetrics(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startSG(t, es, pods, "--policy=round_robin")
 	for i := 0; i < 120; i++ {
 		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", i%3 == 0), nil); st != 200 {
@@ -229,7 +207,7 @@ func TestRoundRobin120Gives60And60WithSelectionMetrics(t *testing.T) {
 
 func TestSGPrefixHash503WithErrorCode(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startSG(t, es, pods, "--policy", "prefix_hash", "--retry-initial-backoff-ms=1", "--retry-max-backoff-ms=2")
 	st, h, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
 	want := `{"error":{"type":"Service Unavailable","code":"no_available_workers","message":"No available workers (all circuits open or unhealthy)"}}`
@@ -259,7 +237,7 @@ func TestSGPrefixHash503WithErrorCode(t *testing.T) {
 
 func TestSGUnknownModelAndNoWorkers(t *testing.T) {
 	// No workers at all: no router qualifies -> 404 text.
-	r0 := routertest.Start(t, Main, operatorArgs(8000, "--retry-max-retries=2"), nil, routertest.NewPods())
+	r0 := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--retry-max-retries=2"), nil, routertest.NewPods())
 	r0.WaitReady(t, "/liveness", 5*time.Second)
 	st, _, b := routertest.Post(t, r0.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
 	if st != 404 || string(b) != "Model 'm' not found or no router available" {
@@ -273,7 +251,7 @@ func TestSGUnknownModelAndNoWorkers(t *testing.T) {
 	}
 
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods, "--retry-initial-backoff-ms=1", "--retry-max-backoff-ms=2")
 	// Unknown model: the default router finds no worker for it -> 503.
 	st, h, _ := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("other", "hi", false), nil)
@@ -302,7 +280,7 @@ func TestSGUnknownModelAndNoWorkers(t *testing.T) {
 
 func TestSGFallbackIs404AndHealthOK(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods)
 	if st, _, b := routertest.Get(t, r.Base()+"/tokenize/x"); st != 404 || len(b) != 0 {
 		t.Fatalf("fallback %d %q", st, b)
@@ -319,7 +297,7 @@ func TestSGFallbackIs404AndHealthOK(t *testing.T) {
 
 func TestSGForwardsOnlyListedHeaders(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods)
 	routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), map[string]string{
 		"Authorization": "Bearer k", "X-Custom": "c", "X-Request-Id-Extra": "e", "X-SMG-Routing-Key": "rk", "traceparent": "00-a-b-01"})
@@ -331,7 +309,7 @@ func TestSGForwardsOnlyListedHeaders(t *testing.T) {
 
 func TestStreamingRelayedUnchanged(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods)
 	st, h, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", true), nil)
 	if st != 200 || h.Get("Content-Type") != "text/event-stream" || string(b) != strings.Join(routertest.StreamChunks("w0"), "") {
@@ -344,7 +322,7 @@ func TestStreamingRelayedUnchanged(t *testing.T) {
 
 func TestSGWorkerRequestsActiveOnlyUnderCacheAware(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods)
 	release := es[0].Hold()
 	done := make(chan struct{})
@@ -366,7 +344,7 @@ func TestSGWorkerRequestsActiveOnlyUnderCacheAware(t *testing.T) {
 
 func TestSGDiscoveryRemovesDeletedPod(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startSG(t, es, pods)
 	pods.Update(ns, "md-server-1", func(p *proc.Pod) { p.Deleting = true })
 	routertest.Eventually(t, 5*time.Second, func() bool { return len(registered(t, r).Workers) == 1 }, "not removed")
@@ -381,7 +359,7 @@ func TestSGDiscoveryRemovesDeletedPod(t *testing.T) {
 
 func TestObserverEndpointsShape(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startSG(t, es, pods)
 	_, _, b := routertest.Get(t, r.Base()+"/observer/endpoints")
 	var v struct {
@@ -454,7 +432,7 @@ func TestSGPDDualDispatchWithBootstrap(t *testing.T) {
 
 func TestGracefulShutdownReturnsZero(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods)
 	if code := r.Stop(t); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -487,7 +465,7 @@ func TestSGModelFromGetServerInfoFallback(t *testing.T) {
 
 func TestSGPowerOfTwoPollsGetLoad(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startSG(t, es, pods, "--policy=power_of_two", "--worker-startup-check-interval=1")
 	routertest.Eventually(t, 5*time.Second, func() bool { return es[0].Count("/get_load") >= 1 && es[1].Count("/get_load") >= 1 }, "loads never polled")
 	if !strings.Contains(logs(r), "Starting load monitoring with interval: 1s") {

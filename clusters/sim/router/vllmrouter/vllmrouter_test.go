@@ -15,45 +15,22 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routertest"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const ns = "ns"
+const ns = routertest.Namespace
 
-var selector = map[string]string{"app.kubernetes.io/instance": "md"}
+var selector = routertest.Selector()
 
-// fleet starts n engines on one port, each on its own loopback IP, with
-// Pods in the watcher.
-func fleet(t *testing.T, n int, pods *routertest.Pods) []*routertest.Engine {
-	t.Helper()
-	var es []*routertest.Engine
-	port := 0
-	for i := 0; i < n; i++ {
-		e := routertest.StartEngine(t, fmt.Sprintf("w%d", i), "", port, "m")
-		port = e.Port
-		es = append(es, e)
-		if pods != nil {
-			pods.Put(routertest.EnginePod(ns, fmt.Sprintf("md-server-%d", i), e, map[string]string{"app.kubernetes.io/instance": "md"}))
-		}
-	}
-	return es
-}
-
-// operatorArgs is the argv gpustack-operator renders for vllm-router.
-func operatorArgs(enginePort int, extra ...string) []string {
-	a := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
-		"--service-discovery", "--service-discovery-namespace=" + ns, "--service-discovery-port=" + strconv.Itoa(enginePort),
-		"--selector", "app.kubernetes.io/instance=md"}
-	return append(a, extra...)
-}
+// logs is the router's stdout without ANSI colour.
+var logs = (*routertest.Router).Logs
 
 // startVR runs the router over the engines and waits until all are in
 // selection.
 func startVR(t *testing.T, es []*routertest.Engine, pods *routertest.Pods, extra ...string) *routertest.Router {
 	t.Helper()
-	r := routertest.Start(t, Main, operatorArgs(es[0].Port, extra...), map[string]string{"SIM_ROUTER_SEED": "7"}, pods)
+	r := routertest.Start(t, Main, routertest.OperatorArgs(es[0].Port, extra...), map[string]string{"SIM_ROUTER_SEED": "7"}, pods)
 	r.WaitReady(t, "/liveness", 5*time.Second)
 	routertest.Eventually(t, 5*time.Second, func() bool {
 		var l struct{ URLs []string }
@@ -64,11 +41,9 @@ func startVR(t *testing.T, es []*routertest.Engine, pods *routertest.Pods, extra
 	return r
 }
 
-func logs(r *routertest.Router) string { return tracelog.Strip(r.Stdout.String()) }
-
 func TestVRBannerDefaultCacheAware(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startVR(t, es, pods)
 	out := logs(r)
 	want := fmt.Sprintf("Starting router on 0.0.0.0:%d | mode: Regular { worker_urls: [] } | policy: CacheAware { cache_threshold: 0.3, balance_abs_threshold: 64, balance_rel_threshold: 1.5, eviction_interval_secs: 120, max_tree_size: 67108864 } | kv_connector: Nixl | max_payload: 512MB", r.Port)
@@ -107,7 +82,7 @@ func TestVRBannerDefaultCacheAware(t *testing.T) {
 
 func TestVRBannerRoundRobinMooncakeAndFloats(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startVR(t, es, pods, "--policy", "round_robin", "--kv-connector=mooncake")
 	out := logs(r)
 	if !strings.Contains(out, "| policy: RoundRobin | kv_connector: Mooncake | max_payload: 512MB") || !strings.Contains(out, "\nPolicy: round_robin\n") {
@@ -120,7 +95,7 @@ func TestVRBannerRoundRobinMooncakeAndFloats(t *testing.T) {
 }
 
 func TestBadPolicyExits2WithClapTextAndTip(t *testing.T) {
-	r := routertest.Start(t, Main, operatorArgs(8000, "--policy", "roundrobin"), nil, routertest.NewPods())
+	r := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--policy", "roundrobin"), nil, routertest.NewPods())
 	if code := r.Wait(t, 5*time.Second); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
 	}
@@ -139,7 +114,7 @@ func TestBadPolicyExits2WithClapTextAndTip(t *testing.T) {
 
 func TestPolicyValidOnlyOnOtherRouterRefused(t *testing.T) {
 	for _, p := range []string{"prefix_hash", "manual"} {
-		r := routertest.Start(t, Main, operatorArgs(8000, "--policy="+p), nil, routertest.NewPods())
+		r := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--policy="+p), nil, routertest.NewPods())
 		if code := r.Wait(t, 5*time.Second); code != 2 || !strings.HasPrefix(r.Stderr.String(), "error: invalid value '"+p+"' for '--policy <POLICY>'\n") {
 			t.Fatalf("%s: exit %d stderr %q", p, code, r.Stderr.String())
 		}
@@ -147,7 +122,7 @@ func TestPolicyValidOnlyOnOtherRouterRefused(t *testing.T) {
 }
 
 func TestVRTwiceGivenScalarExits2(t *testing.T) {
-	r := routertest.Start(t, Main, operatorArgs(8000, "--request-timeout-secs=5", "--request-timeout-secs=6"), nil, routertest.NewPods())
+	r := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--request-timeout-secs=5", "--request-timeout-secs=6"), nil, routertest.NewPods())
 	if code := r.Wait(t, 5*time.Second); code != 2 {
 		t.Fatalf("exit %d", code)
 	}
@@ -159,7 +134,7 @@ func TestVRTwiceGivenScalarExits2(t *testing.T) {
 
 func TestVRChatRoutesOnEmptyTextSoSerialGoesToOneWorker(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods)
 	for i := 0; i < 20; i++ {
 		// Different prompts: the routing text is still "" for all.
@@ -176,7 +151,7 @@ func TestVRChatRoutesOnEmptyTextSoSerialGoesToOneWorker(t *testing.T) {
 
 func TestVRCompletionsPrefixAffinity(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods)
 	base := strings.Repeat("shared prefix ", 20)
 	for i := 0; i < 10; i++ {
@@ -192,7 +167,7 @@ func TestVRCompletionsPrefixAffinity(t *testing.T) {
 
 func TestRoundRobin120Gives60And60WithDecisionMetrics(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods, "--policy", "round_robin")
 	for i := 0; i < 120; i++ {
 		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil); st != 200 {
@@ -224,7 +199,7 @@ func TestRoundRobin120Gives60And60WithDecisionMetrics(t *testing.T) {
 
 func TestVRRunningRequestsOnlyUnderCacheAware(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods)
 	release := es[0].Hold()
 	release2 := es[1].Hold()
@@ -256,7 +231,7 @@ func TestVRRunningRequestsOnlyUnderCacheAware(t *testing.T) {
 
 func TestRetriesRerunPolicyAndRecordMetrics(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods, "--policy=round_robin", "--retry-initial-backoff-ms=1", "--retry-max-backoff-ms=2")
 	// Every answer fails with 503: 5 attempts, alternating workers.
 	es[0].FailNext(100, 503)
@@ -294,7 +269,7 @@ func TestRetriesRerunPolicyAndRecordMetrics(t *testing.T) {
 
 func TestStreamingRelayedUnchanged(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startVR(t, es, pods)
 	st, h, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", true), nil)
 	if st != 200 || h.Get("Content-Type") != "text/event-stream" {
@@ -312,7 +287,7 @@ var idRe = regexp.MustCompile(`^chatcmpl-[A-Za-z0-9]{24}$`)
 
 func TestRequestIDHeaderAlwaysSet(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startVR(t, es, pods)
 	_, h, _ := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
 	if !idRe.MatchString(h.Get("x-request-id")) {
@@ -343,7 +318,7 @@ func TestRequestIDHeaderAlwaysSet(t *testing.T) {
 
 func TestVRForwardsAllHeadersButContentAndTrace(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startVR(t, es, pods)
 	routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false),
 		map[string]string{"X-Custom": "c", "Authorization": "Bearer k", "traceparent": "00-abc-def-01"})
@@ -354,7 +329,7 @@ func TestVRForwardsAllHeadersButContentAndTrace(t *testing.T) {
 }
 
 func TestVRNoWorkers503PlainText(t *testing.T) {
-	r := routertest.Start(t, Main, operatorArgs(8000, "--retry-max-retries=2", "--retry-initial-backoff-ms=1"), nil, routertest.NewPods())
+	r := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--retry-max-retries=2", "--retry-initial-backoff-ms=1"), nil, routertest.NewPods())
 	r.WaitReady(t, "/liveness", 5*time.Second)
 	st, h, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
 	if st != 503 || string(b) != "No available workers (all circuits open or unhealthy)" || !strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
@@ -374,7 +349,7 @@ func TestVRNoWorkers503PlainText(t *testing.T) {
 
 func TestVRPublicRoutesAndFallbackProxy(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods)
 	st, _, b := routertest.Get(t, r.Base()+"/readiness")
 	if st != 200 || string(b) != `{"status":"ready","healthy_workers":2,"total_workers":2}` {
@@ -399,10 +374,10 @@ func TestVRPublicRoutesAndFallbackProxy(t *testing.T) {
 
 func TestDiscoveryAddsWorkerOnlyAfterHealth(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, nil)
+	es := routertest.Fleet(t, 1, nil)
 	es[0].SetHealthy(false)
 	pods.Put(routertest.EnginePod(ns, "md-server-0", es[0], selector))
-	r := routertest.Start(t, Main, operatorArgs(es[0].Port, "--worker-startup-check-interval=1"), nil, pods)
+	r := routertest.Start(t, Main, routertest.OperatorArgs(es[0].Port, "--worker-startup-check-interval=1"), nil, pods)
 	r.WaitReady(t, "/liveness", 5*time.Second)
 	routertest.Eventually(t, 5*time.Second, func() bool { return es[0].Count("/health") >= 1 }, "no health probe")
 	var view struct {
@@ -440,7 +415,7 @@ func TestDiscoveryAddsWorkerOnlyAfterHealth(t *testing.T) {
 
 func TestDiscoverySelectorNamespaceAndDeletion(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 3, nil)
+	es := routertest.Fleet(t, 3, nil)
 	pods.Put(routertest.EnginePod(ns, "a", es[0], map[string]string{"app.kubernetes.io/instance": "md"}))
 	pods.Put(routertest.EnginePod("other", "b", es[1], map[string]string{"app.kubernetes.io/instance": "md"}))
 	pods.Put(routertest.EnginePod(ns, "c", es[2], map[string]string{"app.kubernetes.io/instance": "other"}))
@@ -454,7 +429,7 @@ func TestDiscoverySelectorNamespaceAndDeletion(t *testing.T) {
 
 func TestObserverEndpointsShape(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 2, pods)
+	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods)
 	_, h, b := routertest.Get(t, r.Base()+"/observer/endpoints")
 	var v map[string]any
@@ -487,10 +462,10 @@ func TestObserverEndpointsShape(t *testing.T) {
 
 func TestVRCandidateOrderRandomPerProcessStableWithinOne(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 4, pods)
+	es := routertest.Fleet(t, 4, pods)
 	orders := map[string]bool{}
 	for seed := 1; seed <= 6; seed++ {
-		r := routertest.Start(t, Main, operatorArgs(es[0].Port), map[string]string{"SIM_ROUTER_SEED": strconv.Itoa(seed)}, pods)
+		r := routertest.Start(t, Main, routertest.OperatorArgs(es[0].Port), map[string]string{"SIM_ROUTER_SEED": strconv.Itoa(seed)}, pods)
 		r.WaitReady(t, "/liveness", 5*time.Second)
 		var l struct{ URLs []string }
 		routertest.Eventually(t, 5*time.Second, func() bool {
@@ -513,7 +488,7 @@ func TestVRCandidateOrderRandomPerProcessStableWithinOne(t *testing.T) {
 
 func TestGracefulShutdownReturnsZero(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startVR(t, es, pods)
 	if code := r.Stop(t); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -525,7 +500,7 @@ func TestGracefulShutdownReturnsZero(t *testing.T) {
 
 func TestVRMetricsExporterAnswersAnyPathAndHealth(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 1, pods)
+	es := routertest.Fleet(t, 1, pods)
 	r := startVR(t, es, pods)
 	base := strings.TrimSuffix(r.MetricsURL(), "/metrics")
 	if st, _, b := routertest.Get(t, base+"/health"); st != 200 || string(b) != "OK" {
@@ -545,7 +520,7 @@ func TestVRConfigErrorExits1(t *testing.T) {
 	if want := "Error: ValidationFailed { reason: \"Regular mode requires --worker-urls when not using service discovery\" }\n"; r.Stderr.String() != want {
 		t.Fatalf("stderr %q", r.Stderr.String())
 	}
-	r = routertest.Start(t, Main, operatorArgs(8000, "--cache-threshold=1.5"), nil, routertest.NewPods())
+	r = routertest.Start(t, Main, routertest.OperatorArgs(8000, "--cache-threshold=1.5"), nil, routertest.NewPods())
 	if code := r.Wait(t, 5*time.Second); code != 1 || !strings.Contains(r.Stderr.String(), `InvalidValue { field: "cache_threshold", value: "1.5", reason: "Must be between 0.0 and 1.0" }`) {
 		t.Fatalf("exit %d stderr %q", code, r.Stderr.String())
 	}
@@ -609,7 +584,7 @@ func TestVRPDTwoStageWithMooncakeParams(t *testing.T) {
 
 func TestVRConsistentHashSameHeaderSameWorker(t *testing.T) {
 	pods := routertest.NewPods()
-	es := fleet(t, 3, pods)
+	es := routertest.Fleet(t, 3, pods)
 	r := startVR(t, es, pods, "--policy", "consistent_hash")
 	for _, key := range []string{"alice", "bob", "carol"} {
 		before := []int{es[0].Generations(), es[1].Generations(), es[2].Generations()}

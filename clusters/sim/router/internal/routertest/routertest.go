@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
 )
 
 var ipSeq atomic.Uint32
@@ -353,6 +354,40 @@ func EnginePod(namespace, name string, e *Engine, labels map[string]string) proc
 		Phase: "Running", Ready: true}
 }
 
+// Namespace is the namespace of the tests' engine Pods and of the
+// operator's --service-discovery-namespace.
+const Namespace = "ns"
+
+// Selector is the operator's --selector for ModelDeployment "md" (a fresh
+// map each call, so a test can use it as Pod labels).
+func Selector() map[string]string { return map[string]string{"app.kubernetes.io/instance": "md"} }
+
+// OperatorArgs is the argv gpustack-operator renders for both argv routers
+// (reference/operator.md §6), with the router ports left to Start.
+func OperatorArgs(enginePort int, extra ...string) []string {
+	a := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
+		"--service-discovery", "--service-discovery-namespace=" + Namespace, "--service-discovery-port=" + strconv.Itoa(enginePort),
+		"--selector", "app.kubernetes.io/instance=md"}
+	return append(a, extra...)
+}
+
+// Fleet starts n engines (w0, w1, …) on one port, each on its own loopback
+// IP, with Pods md-server-<i> in pods (when not nil) matching Selector.
+func Fleet(t testing.TB, n int, pods *Pods) []*Engine {
+	t.Helper()
+	var es []*Engine
+	port := 0
+	for i := 0; i < n; i++ {
+		e := StartEngine(t, fmt.Sprintf("w%d", i), "", port, "m")
+		port = e.Port
+		es = append(es, e)
+		if pods != nil {
+			pods.Put(EnginePod(Namespace, fmt.Sprintf("md-server-%d", i), e, Selector()))
+		}
+	}
+	return es
+}
+
 // Buffer is a goroutine-safe bytes.Buffer for log streams.
 type Buffer struct {
 	mu sync.Mutex
@@ -425,6 +460,9 @@ func Start(t testing.TB, main Main, args []string, env map[string]string, pods p
 
 // Base is the router's serving URL.
 func (r *Router) Base() string { return fmt.Sprintf("http://%s:%d", r.IP, r.Port) }
+
+// Logs is the router's stdout without ANSI colour.
+func (r *Router) Logs() string { return tracelog.Strip(r.Stdout.String()) }
 
 // MetricsURL is the exporter's URL.
 func (r *Router) MetricsURL() string { return fmt.Sprintf("http://%s:%d/metrics", r.IP, r.PromPort) }
