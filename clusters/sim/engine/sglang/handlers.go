@@ -69,15 +69,14 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !known:
-		writeJSON(w, http.StatusNotFound, []byte(`{"detail":"Not Found"}`))
+		server.NotFound(w)
 		return
 	case !slices.Contains(methods, r.Method):
-		w.Header().Set("Allow", strings.Join(methods, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, []byte(`{"detail":"Method Not Allowed"}`))
+		server.MethodNotAllowed(w, methods)
 		return
 	case a.cfg.apiKey != "" && !strings.HasPrefix(path, "/health") && !strings.HasPrefix(path, "/metrics") &&
 		r.Header.Get("Authorization") != "Bearer "+a.cfg.apiKey:
-		writeJSON(w, http.StatusUnauthorized, []byte(`{"error":"Unauthorized"}`))
+		server.Unauthorized(w)
 		return
 	}
 	switch path {
@@ -97,7 +96,7 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 		b = append(b, `,"tokenizer_path":`...)
 		b = jsonw.String(b, a.cfg.modelPath)
 		b = append(b, `,"is_generation":true,"preferred_sampling_params":null,"weight_version":"default","has_image_understanding":false,"has_audio_understanding":false}`...)
-		writeJSON(w, http.StatusOK, b)
+		server.WriteJSON(w, http.StatusOK, b)
 	case "/get_server_info", "/server_info":
 		a.serverInfo(w)
 	case "/get_load":
@@ -158,7 +157,7 @@ func (a *api) appendCard(b []byte) []byte {
 func (a *api) models(w http.ResponseWriter) {
 	b := append([]byte(`{"object":"list","data":[`), nil...)
 	b = a.appendCard(b)
-	writeJSON(w, http.StatusOK, append(b, "]}"...))
+	server.WriteJSON(w, http.StatusOK, append(b, "]}"...))
 }
 
 // model is GET /v1/models/{model}: the card, or a nested 404 (the one SGLang
@@ -168,10 +167,10 @@ func (a *api) model(w http.ResponseWriter, name string) {
 		b := []byte(`{"error":{"message":`)
 		b = jsonw.String(b, fmt.Sprintf("The model '%s' does not exist", name))
 		b = append(b, `,"type":"invalid_request_error","param":"model","code":"model_not_found"}}`...)
-		writeJSON(w, http.StatusNotFound, b)
+		server.WriteJSON(w, http.StatusNotFound, b)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.appendCard(nil))
+	server.WriteJSON(w, http.StatusOK, a.appendCard(nil))
 }
 
 func (a *api) serverInfo(w http.ResponseWriter) {
@@ -191,7 +190,7 @@ func (a *api) serverInfo(w http.ResponseWriter) {
 		"version":         Version,
 	}
 	b, _ := json.Marshal(info)
-	writeJSON(w, http.StatusOK, b)
+	server.WriteJSON(w, http.StatusOK, b)
 }
 
 func nilIfEmpty(s string) any {
@@ -218,7 +217,7 @@ func (a *api) getLoad(w http.ResponseWriter) {
 	b = jsonw.Int(b, st.Waiting)
 	b = append(b, `,"num_tokens":`...)
 	b = jsonw.Int(b, st.UsedKV+st.WaitingKV)
-	writeJSON(w, http.StatusOK, append(b, "}]"...))
+	server.WriteJSON(w, http.StatusOK, append(b, "}]"...))
 }
 
 // loads is GET /v1/loads (sglang/srt/entrypoints/v1_loads.py).
@@ -255,7 +254,7 @@ func (a *api) loads(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	b, _ := json.Marshal(out)
-	writeJSON(w, http.StatusOK, b)
+	server.WriteJSON(w, http.StatusOK, b)
 }
 
 // waitLoaded blocks a generation request until the model is loaded.
@@ -366,16 +365,12 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	u := usage{prompt: p, completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
-	bp := server.GetBuf()
-	var b []byte
-	if chat {
-		b = appendChatResponse(*bp, id, created, model, out.Text(), res.finish, u)
-	} else {
-		b = appendCompletionResponse(*bp, id, created, model, out.Text(), res.finish, u)
-	}
-	writeJSON(w, http.StatusOK, b)
-	*bp = b
-	server.PutBuf(bp)
+	server.RespondJSON(w, http.StatusOK, func(b []byte) []byte {
+		if chat {
+			return appendChatResponse(b, id, created, model, out.Text(), res.finish, u)
+		}
+		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, u)
+	})
 }
 
 func (a *api) badRequest(w http.ResponseWriter, err error) {
@@ -389,29 +384,14 @@ func (a *api) badRequest(w http.ResponseWriter, err error) {
 
 // stream serves serving_chat's / serving_completions' SSE generators.
 func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, includeUsage bool) {
-	w.Header()["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	bp := server.GetBuf()
-	defer server.PutBuf(bp)
-	send := func(build func(b []byte) []byte) error {
-		b := append((*bp)[:0], "data: "...)
-		b = append(build(b), "\n\n"...)
-		*bp = b
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
-	}
+	ev := server.StartEvents(w)
+	defer ev.Close()
 	sent := 0
 	first := true
 	emit := func(upto int, res *result) error {
 		if chat && first {
 			first = false
-			if err := send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "assistant", "", false, "") }); err != nil {
+			if err := ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "assistant", "", false, "") }); err != nil {
 				return err
 			}
 		}
@@ -428,7 +408,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			if text.Len() == 0 {
 				return nil // an empty delta (the end-of-turn token) is not sent
 			}
-			return send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", text.String(), false, finish) })
+			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", text.String(), false, finish) })
 		}
 		if text.Len() == 0 && upto < s.out.Tokens {
 			return nil
@@ -436,24 +416,24 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 		if upto == s.out.Tokens {
 			finish = s.out.Finish
 		}
-		return send(func(b []byte) []byte {
+		return ev.Send(func(b []byte) []byte {
 			return appendCompletionChunk(b, id, created, model, text.String(), false, finish)
 		})
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
 	if err != nil {
 		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
-			_ = send(func(b []byte) []byte {
+			_ = ev.Send(func(b []byte) []byte {
 				b = append(b, `{"error":{"object":"error","message":`...)
 				b = jsonw.String(b, err.Error())
 				return append(b, `,"type":"InternalServerError","param":null,"code":500}}`...)
 			})
-			_ = send(func(b []byte) []byte { return append(b, "[DONE]"...) })
+			_ = ev.Done()
 		}
 		return
 	}
 	if chat {
-		_ = send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", "", true, res.finish) })
+		_ = ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", "", true, res.finish) })
 	}
 	if includeUsage {
 		object := "text_completion"
@@ -461,9 +441,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			object = "chat.completion.chunk"
 		}
 		u := usage{prompt: len(s.prompt), completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
-		_ = send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
+		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
 	}
-	_ = send(func(b []byte) []byte { return append(b, "[DONE]"...) })
+	_ = ev.Done()
 }
 
 // generateReq is GenerateReqInput's fields the sim acts on.
@@ -566,27 +546,17 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 		return append(b, "}}"...)
 	}
 	if req.Stream {
-		w.Header()["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
-		w.WriteHeader(http.StatusOK)
-		flusher, _ := w.(http.Flusher)
-		write := func(b []byte) error {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-			return nil
-		}
+		ev := server.StartEvents(w)
+		defer ev.Close()
 		_, err := a.eng.run(r.Context(), s, func(upto int, res *result) error {
 			final := upto == out.Tokens
 			if final {
 				res.finish = out.Finish
 			}
-			return write(append(meta([]byte("data: "), res, upto, final), "\n\n"...))
+			return ev.Send(func(b []byte) []byte { return meta(b, res, upto, final) })
 		})
 		if err == nil {
-			_ = write([]byte("data: [DONE]\n\n"))
+			_ = ev.Done()
 		}
 		return
 	}
@@ -594,11 +564,11 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	writeJSON(w, http.StatusOK, meta(nil, &res, res.generated, true))
+	server.WriteJSON(w, http.StatusOK, meta(nil, &res, res.generated, true))
 }
 
 func (a *api) generateError(w http.ResponseWriter, msg string) {
 	b := []byte(`{"error":{"message":`)
 	b = jsonw.String(b, msg)
-	writeJSON(w, http.StatusBadRequest, append(b, "}}"...))
+	server.WriteJSON(w, http.StatusBadRequest, append(b, "}}"...))
 }

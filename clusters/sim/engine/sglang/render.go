@@ -130,25 +130,15 @@ func appendUsageChunk(b []byte, id, object string, created int64, model string, 
 // writeError is SGLang's flat OpenAI error:
 // {"object":"error","message","type","param","code"}.
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
-	bp := server.GetBuf()
-	b := append(*bp, `{"object":"error","message":`...)
-	b = jsonw.String(b, msg)
-	b = append(b, `,"type":`...)
-	b = jsonw.String(b, typ)
-	b = append(b, `,"param":null,"code":`...)
-	b = jsonw.Int(b, status)
-	b = append(b, '}')
-	writeJSON(w, status, b)
-	*bp = b
-	server.PutBuf(bp)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	server.RespondJSON(w, status, func(b []byte) []byte {
+		b = append(b, `{"object":"error","message":`...)
+		b = jsonw.String(b, msg)
+		b = append(b, `,"type":`...)
+		b = jsonw.String(b, typ)
+		b = append(b, `,"param":null,"code":`...)
+		b = jsonw.Int(b, status)
+		return append(b, '}')
+	})
 }
 
 // validationMessage is SGLang's handler text: str(exc) + " " + str(errors),

@@ -60,12 +60,11 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !known:
-		writeDetail(rec, http.StatusNotFound, "Not Found")
+		server.NotFound(rec)
 	case !slices.Contains(methods, r.Method):
-		rec.Header().Set("Allow", strings.Join(methods, ", "))
-		writeDetail(rec, http.StatusMethodNotAllowed, "Method Not Allowed")
+		server.MethodNotAllowed(rec, methods)
 	case len(a.cfg.apiKeys) > 0 && strings.HasPrefix(path, "/v1") && !a.authorized(r):
-		writeJSON(rec, http.StatusUnauthorized, []byte(`{"error":"Unauthorized"}`))
+		server.Unauthorized(rec)
 	default:
 		if a.cfg.requestIDHeaders {
 			id := r.Header.Get("X-Request-Id")
@@ -111,9 +110,9 @@ func (a *api) route(w http.ResponseWriter, r *http.Request, path string) {
 	case "/metrics":
 		a.metrics(w)
 	case "/version":
-		writeJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
+		server.WriteJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
 	case "/load":
-		writeJSON(w, http.StatusOK, []byte(`{"server_load":`+strconv.FormatInt(a.load.Load(), 10)+`}`))
+		server.WriteJSON(w, http.StatusOK, []byte(`{"server_load":`+strconv.FormatInt(a.load.Load(), 10)+`}`))
 	case "/v1/models":
 		a.models(w)
 	case "/tokenize":
@@ -125,10 +124,6 @@ func (a *api) route(w http.ResponseWriter, r *http.Request, path string) {
 		}
 		a.generate(w, r, path == "/v1/chat/completions")
 	}
-}
-
-func writeDetail(w http.ResponseWriter, status int, detail string) {
-	writeJSON(w, status, []byte(`{"detail":"`+detail+`"}`))
 }
 
 var metricsBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
@@ -169,7 +164,7 @@ func (a *api) models(w http.ResponseWriter) {
 		b = append(b, `,"allow_create_engine":false,"allow_sampling":true,"allow_logprobs":true,"allow_search_indices":false,"allow_view":true,"allow_fine_tuning":false,"organization":"*","group":null,"is_blocking":false}]}`...)
 	}
 	b = append(b, "]}"...)
-	writeJSON(w, http.StatusOK, b)
+	server.WriteJSON(w, http.StatusOK, b)
 }
 
 // tokenizeHandler is POST /tokenize: {"prompt"} or {"messages"} to token ids.
@@ -210,7 +205,7 @@ func (a *api) tokenizeHandler(w http.ResponseWriter, r *http.Request) {
 		b = strconv.AppendUint(b, uint64(id), 10)
 	}
 	b = append(b, `],"token_strs":null}`...)
-	writeJSON(w, http.StatusOK, b)
+	server.WriteJSON(w, http.StatusOK, b)
 }
 
 var promptPool = sync.Pool{New: func() any { s := make([]uint32, 0, 512); return &s }}
@@ -325,16 +320,12 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			w.Header().Set("endpoint-load-metrics", v)
 		}
 	}
-	bp := server.GetBuf()
-	var b []byte
-	if chat {
-		b = appendChatResponse(*bp, id, created, model, out.Text(), res.finish, u)
-	} else {
-		b = appendCompletionResponse(*bp, id, created, model, out.Text(), res.finish, u)
-	}
-	writeJSON(w, http.StatusOK, b)
-	*bp = b
-	server.PutBuf(bp)
+	server.RespondJSON(w, http.StatusOK, func(b []byte) []byte {
+		if chat {
+			return appendChatResponse(b, id, created, model, out.Text(), res.finish, u)
+		}
+		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, u)
+	})
 }
 
 func (a *api) badRequest(w http.ResponseWriter, err error) {
@@ -372,29 +363,12 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 		includeUsage = includeUsage || so.IncludeUsage == nil || *so.IncludeUsage
 		continuous = so.ContinuousUsageStats && includeUsage
 	}
-	h := w.Header()
-	h["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	bp := server.GetBuf()
-	defer func() { server.PutBuf(bp) }()
+	ev := server.StartEvents(w)
+	defer ev.Close()
 	p := len(s.prompt)
 	object := "text_completion"
 	if chat {
 		object = "chat.completion.chunk"
-	}
-	send := func(build func(b []byte) []byte) error {
-		b := append((*bp)[:0], "data: "...)
-		b = build(b)
-		b = append(b, "\n\n"...)
-		*bp = b
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
 	}
 	emit := func(i int, res *result) error {
 		var cu *usage
@@ -409,7 +383,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 		text := s.out.TokenText(i)
 		if chat {
 			if i == 0 {
-				if err := send(func(b []byte) []byte {
+				if err := ev.Send(func(b []byte) []byte {
 					var ru *usage
 					if continuous {
 						ru = &usage{prompt: p}
@@ -423,25 +397,25 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			if last {
 				kind = chunkFinal
 			}
-			return send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, kind, text, finish, cu) })
+			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, kind, text, finish, cu) })
 		}
-		return send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, text, finish, cu) })
+		return ev.Send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, text, finish, cu) })
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
 	if err != nil {
 		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
-			_ = send(func(b []byte) []byte {
+			_ = ev.Send(func(b []byte) []byte {
 				b = append(b, `{"error":{"message":`...)
 				b = jsonw.String(b, err.Error())
 				return append(b, `,"type":"InternalServerError","param":null,"code":500}}`...)
 			})
-			_ = send(func(b []byte) []byte { return append(b, "[DONE]"...) })
+			_ = ev.Done()
 		}
 		return
 	}
 	if includeUsage {
 		u := usage{prompt: p, completion: res.generated, cached: res.cached, details: a.cfg.promptTokensDetail}
-		_ = send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
+		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
 	}
-	_ = send(func(b []byte) []byte { return append(b, "[DONE]"...) })
+	_ = ev.Done()
 }

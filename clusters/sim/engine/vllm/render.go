@@ -139,27 +139,17 @@ func appendUsageChunk(b []byte, id, object string, created int64, model string, 
 // writeError writes vLLM's nested error body (since v0.10.1):
 // {"error":{"message","type","param","code"}}.
 func writeError(w http.ResponseWriter, status int, typ, msg, param string) {
-	bp := server.GetBuf()
-	b := append(*bp, `{"error":{"message":`...)
-	b = jsonw.String(b, msg)
-	b = append(b, `,"type":`...)
-	b = jsonw.String(b, typ)
-	b = append(b, `,"param":`...)
-	b = jsonw.NullOrString(b, param)
-	b = append(b, `,"code":`...)
-	b = jsonw.Int(b, status)
-	b = append(b, "}}"...)
-	writeJSON(w, status, b)
-	*bp = b
-	server.PutBuf(bp)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	server.RespondJSON(w, status, func(b []byte) []byte {
+		b = append(b, `{"error":{"message":`...)
+		b = jsonw.String(b, msg)
+		b = append(b, `,"type":`...)
+		b = jsonw.String(b, typ)
+		b = append(b, `,"param":`...)
+		b = jsonw.NullOrString(b, param)
+		b = append(b, `,"code":`...)
+		b = jsonw.Int(b, status)
+		return append(b, "}}"...)
+	})
 }
 
 // validationMessage renders RequestValidationError the way vLLM's handler
