@@ -15,7 +15,6 @@ package sglang
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -24,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/argparse"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
@@ -78,18 +76,7 @@ func Main(ctx context.Context, c *proc.Container) int {
 	stderr := server.NewLines(c.Stderr)
 	cfg, err := parseArgs(c.Args)
 	if err != nil {
-		var h *ap.Help
-		if errors.As(err, &h) {
-			stdout.Print("", strings.TrimSuffix(h.Text, "\n"))
-			return 0
-		}
-		var pe *ap.Error
-		if errors.As(err, &pe) {
-			stderr.Print("", strings.TrimSuffix(pe.Text(), "\n"))
-			return 2
-		}
-		stderr.Print("", err.Error())
-		return 2
+		return server.ArgsExit(err, stdout, stderr)
 	}
 	lg := logger{out: stderr, quiet: aboveInfo(cfg.logLevel)}
 	knobs, err := server.ReadKnobs(c.Env)
@@ -125,14 +112,8 @@ func Main(ctx context.Context, c *proc.Container) int {
 	lg.tp0("Attention backend not explicitly specified. Use flashinfer backend by default.")
 	lg.tp0("Init torch distributed begin.")
 	lg.tp0("Load weight begin. avail mem=78.50 GB")
-	if knobs.StartupDelay > 0 {
-		t := time.NewTimer(knobs.StartupDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return shutdown(lg, srvDone)
-		case <-t.C:
-		}
+	if !server.LoadModel(ctx, knobs.StartupDelay) {
+		return shutdown(lg, srvDone)
 	}
 	lg.tp0("Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=77.45 GB, mem usage=1.05 GB.")
 	lg.tp0(fmt.Sprintf("KV Cache is allocated. #tokens: %d, K size: 0.75 GB, V size: 0.75 GB", cfg.maxTotal))

@@ -222,18 +222,18 @@ func normalize(args []string) []string {
 	return out
 }
 
-// parseArgs turns argv (after "vllm") into a config, or an argparse error
-// text and exit status.
-func parseArgs(argv []string) (*config, *ap.Error, string) {
+// parseArgs turns argv (after "vllm") into a config, or an *ap.Help (help
+// and version text) or *ap.Error (usage error) for server.ArgsExit.
+func parseArgs(argv []string) (*config, error) {
 	top := &ap.Parser{Prog: "vllm", Usage: topUsage}
 	if len(argv) == 0 {
-		return nil, nil, "usage: " + topUsage + "\n\nvLLM CLI\n"
+		return nil, &ap.Help{Text: "usage: " + topUsage + "\n\nvLLM CLI\n"}
 	}
 	switch argv[0] {
 	case "-h", "--help":
-		return nil, nil, "usage: " + topUsage + "\n\nvLLM CLI\n"
+		return nil, &ap.Help{Text: "usage: " + topUsage + "\n\nvLLM CLI\n"}
 	case "-v", "--version":
-		return nil, nil, Version + "\n"
+		return nil, &ap.Help{Text: Version + "\n"}
 	case "serve":
 	default:
 		q := make([]string, len(subcommands))
@@ -241,21 +241,18 @@ func parseArgs(argv []string) (*config, *ap.Error, string) {
 			q[i] = "'" + s + "'"
 		}
 		if strings.HasPrefix(argv[0], "-") {
-			return nil, top.Errorf("unrecognized arguments: %s", strings.Join(argv, " ")), ""
+			return nil, top.Errorf("unrecognized arguments: %s", strings.Join(argv, " "))
 		}
-		return nil, top.Errorf("argument subparser: invalid choice: '%s' (choose from %s)", argv[0], strings.Join(q, ", ")), ""
+		return nil, top.Errorf("argument subparser: invalid choice: '%s' (choose from %s)", argv[0], strings.Join(q, ", "))
 	}
 	p := serveParser()
 	args := normalize(argv[1:])
 	r, extras, err := p.ParseKnown(args)
 	if err != nil {
-		if h, ok := err.(*ap.Help); ok {
-			return nil, nil, h.Text
-		}
-		return nil, err.(*ap.Error), ""
+		return nil, err // *ap.Help or *ap.Error
 	}
 	if len(extras) > 0 {
-		return nil, top.Errorf("unrecognized arguments: %s", strings.Join(extras, " ")), ""
+		return nil, top.Errorf("unrecognized arguments: %s", strings.Join(extras, " "))
 	}
 	c := &config{
 		model:              r.Positional("model_tag", DefaultModel),
@@ -286,16 +283,16 @@ func parseArgs(argv []string) (*config, *ap.Error, string) {
 	// Values the real parser accepts but the engine refuses at start-up.
 	switch {
 	case c.maxNumSeqs < 1:
-		return nil, p.Errorf("argument --max-num-seqs: max_num_seqs must be at least 1, got %d", c.maxNumSeqs), ""
+		return nil, p.Errorf("argument --max-num-seqs: max_num_seqs must be at least 1, got %d", c.maxNumSeqs)
 	case c.blockSize < 1:
-		return nil, p.Errorf("argument --block-size: block_size must be at least 1, got %d", c.blockSize), ""
+		return nil, p.Errorf("argument --block-size: block_size must be at least 1, got %d", c.blockSize)
 	case c.maxModelLen < 1:
-		return nil, p.Errorf("argument --max-model-len: max_model_len must be at least 1, got %d", c.maxModelLen), ""
+		return nil, p.Errorf("argument --max-model-len: max_model_len must be at least 1, got %d", c.maxModelLen)
 	case c.gpuMemUtil <= 0 || c.gpuMemUtil > 1:
-		return nil, p.Errorf("argument --gpu-memory-utilization: gpu_memory_utilization must be in (0, 1], got %v", c.gpuMemUtil), ""
+		return nil, p.Errorf("argument --gpu-memory-utilization: gpu_memory_utilization must be in (0, 1], got %v", c.gpuMemUtil)
 	}
 	c.nonDefault = nonDefaultArgs(r, p, c)
-	return c, nil, ""
+	return c, nil
 }
 
 // nonDefaultArgs renders the options given on the command line the way

@@ -68,14 +68,9 @@ func aboveInfo(level string) bool {
 func Main(ctx context.Context, c *proc.Container) int {
 	stdout := server.NewLines(c.Stdout)
 	stderr := server.NewLines(c.Stderr)
-	cfg, perr, info := parseArgs(c.Args)
-	if perr != nil {
-		stderr.Print("", strings.TrimSuffix(perr.Text(), "\n"))
-		return 2
-	}
-	if cfg == nil { // --help, --version, no subcommand
-		stdout.Print("", strings.TrimSuffix(info, "\n"))
-		return 0
+	cfg, err := parseArgs(c.Args)
+	if err != nil { // also --help, --version, no subcommand
+		return server.ArgsExit(err, stdout, stderr)
 	}
 	lg := logger{out: stdout, quiet: aboveInfo(c.Env["VLLM_LOGGING_LEVEL"])}
 	uv := uvicornLog{out: stderr, quiet: aboveInfo(cfg.uvicornLogLevel)}
@@ -98,14 +93,8 @@ func Main(ctx context.Context, c *proc.Container) int {
 	lg.log(enginePrefix, "INFO", "gpu_model_runner.py:2602", "Starting to load model "+cfg.model+"...")
 
 	// Loading the model: the port is not listening yet.
-	if knobs.StartupDelay > 0 {
-		t := time.NewTimer(knobs.StartupDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0
-		case <-t.C:
-		}
+	if !server.LoadModel(ctx, knobs.StartupDelay) {
+		return 0
 	}
 	blocks := cfg.kvBlocks()
 	kvTokens := blocks * cfg.blockSize
