@@ -110,13 +110,13 @@ func cpuTime() time.Duration {
 // benchPerRequest runs b.N requests through Run against cannedServer and
 // reports, besides ns/op and allocs/op, the process CPU per request
 // (cpu-ns/op: the driver plus the canned server's reads and writes).
-func benchPerRequest(b *testing.B, mode Mode, o runOptions) {
+func benchPerRequest(b *testing.B, mode Mode) {
 	url := cannedServer(b)
 	p := Plan{BaseURL: url, Model: "m", Requests: b.N, Concurrency: 64, Mode: mode, MaxTokens: 16}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
-	rep, err := run(context.Background(), p, o)
+	rep, err := Run(context.Background(), p)
 	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	if err != nil {
@@ -129,17 +129,11 @@ func benchPerRequest(b *testing.B, mode Mode, o runOptions) {
 }
 
 // The per-request cost of the driver as bench/driver-vs-peer.sh runs it
-// (non-streaming, concurrency 64), and of streaming, through the transport
-// Run picks (h1Transport) and through net/http's:
+// (non-streaming, concurrency 64), and of streaming:
 //
-//	go test -run '^$' -bench PerRequest -benchmem -count 6 ./traffic/ | benchstat -col /transport -
+//	go test -run '^$' -bench PerRequest -benchmem -count 6 ./traffic/ | benchstat -
 func BenchmarkPerRequest(b *testing.B) {
 	for _, mode := range []Mode{ModeNonStream, ModeStream} {
-		for _, tr := range []struct {
-			name string
-			o    runOptions
-		}{{"h1", runOptions{}}, {"net-http", runOptions{netHTTP: true}}} {
-			b.Run("mode="+string(mode)+"/transport="+tr.name, func(b *testing.B) { benchPerRequest(b, mode, tr.o) })
-		}
+		b.Run("mode="+string(mode), func(b *testing.B) { benchPerRequest(b, mode) })
 	}
 }

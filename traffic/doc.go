@@ -8,10 +8,9 @@
 // headers are added by an HTTP doer the library calls, so the library is used
 // unmodified and every byte the server sees still comes from its encoder.
 //
-// Plain-http runs without a proxy (loopback sims, port-forwards) send through
-// h1Transport, a keep-alive HTTP/1.1 client that exchanges on the calling
-// goroutine and writes and parses the wire as net/http does; https and
-// proxied runs use net/http's Transport. The tests run through both.
+// Every run sends through one net/http Transport of its own (keep-alive
+// connections for every worker, proxy from the environment, no compression,
+// no redirects followed), so the driver reads HTTP exactly as net/http does.
 //
 // A run is described by a Plan (JSON-serialisable, so it can be attached to a
 // report) and executed by Run, which returns a Report holding one Result per

@@ -32,7 +32,6 @@ type exchange struct {
 	headers   map[string]string
 	extraBody map[string]json.RawMessage
 	stream    bool
-	deadline  time.Time // set when the transport enforces it (requestDeadline)
 
 	// out
 	sentAt   time.Time

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,20 +22,6 @@ import (
 // ClassCanceled, and Run returns the report together with an error wrapping
 // ctx.Err(). Run leaves no goroutine or connection behind.
 func Run(ctx context.Context, plan Plan) (*Report, error) {
-	return run(ctx, plan, runOptions{netHTTP: forceNetHTTPForTests})
-}
-
-// forceNetHTTPForTests is set by TestMain only, before its second pass.
-var forceNetHTTPForTests bool
-
-// runOptions are switches for tests and benchmarks.
-type runOptions struct {
-	// netHTTP sends through net/http's Transport even where h1Transport
-	// would be used, to compare the two.
-	netHTTP bool
-}
-
-func run(ctx context.Context, plan Plan, o runOptions) (*Report, error) {
 	if err := plan.Validate(); err != nil {
 		return nil, err
 	}
@@ -44,16 +29,11 @@ func run(ctx context.Context, plan Plan, o runOptions) (*Report, error) {
 	if p.Prompts.Nonce == "" {
 		p.Prompts.Nonce = newNonce()
 	}
-	r, err := newRunner(p, o)
+	r, err := newRunner(p)
 	if err != nil {
 		return nil, err
 	}
 	defer r.httpClient.CloseIdleConnections()
-	if h1, ok := r.httpClient.Transport.(*h1Transport); ok {
-		// Every request context derives from ctx (see h1Transport).
-		defer h1.abortWhenDone(ctx)()
-		r.deadlineInExchange = true
-	}
 
 	report := &Report{Plan: p, Results: make([]Result, p.Requests)}
 	report.Started = time.Now()
@@ -106,12 +86,9 @@ type runner struct {
 	capture    []headerName
 	extraBody  map[string]json.RawMessage
 	start      time.Time
-	// deadlineInExchange: the transport (h1Transport) takes each request's
-	// deadline from its exchange, so no context timer is made per request.
-	deadlineInExchange bool
 }
 
-func newRunner(p Plan, o runOptions) (*runner, error) {
+func newRunner(p Plan) (*runner, error) {
 	base, err := openAIBaseURL(p.BaseURL)
 	if err != nil {
 		return nil, err
@@ -125,7 +102,7 @@ func newRunner(p Plan, o runOptions) (*runner, error) {
 		extra[k] = raw
 	}
 	httpClient := &http.Client{
-		Transport: newHTTPTransport(base, p.Concurrency, o.netHTTP),
+		Transport: newHTTPTransport(p.Concurrency),
 		// A router does not redirect; if something does, record the 3xx
 		// rather than replay a POST as GET.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -144,26 +121,10 @@ func newRunner(p Plan, o runOptions) (*runner, error) {
 	}, nil
 }
 
-// newHTTPTransport returns one transport per run, sized so that every worker
-// keeps its connection alive between requests. It is h1Transport for a
-// plain-http base URL that no proxy applies to (all of a run's requests go
-// to that one host), else net/http's Transport.
-func newHTTPTransport(base string, concurrency int, forceNetHTTP bool) http.RoundTripper {
-	if u, err := url.Parse(base); err == nil && u.Scheme == "http" && h1Supported && !forceNetHTTP {
-		proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u})
-		if err == nil && proxy == nil {
-			port := u.Port()
-			if port == "" {
-				port = "80"
-			}
-			return &h1Transport{
-				addr:        net.JoinHostPort(u.Hostname(), port),
-				dialer:      net.Dialer{KeepAlive: 30 * time.Second},
-				maxIdle:     concurrency + 16,
-				idleTimeout: 90 * time.Second,
-			}
-		}
-	}
+// newHTTPTransport returns net/http's Transport for one run, sized so that
+// every worker keeps its connection alive between requests, and closed when
+// the run ends.
+func newHTTPTransport(concurrency int) *http.Transport {
 	// With Go's default of 2 idle connections per host, 64 workers redial
 	// constantly: in bench/driver-vs-peer.sh that halved throughput and left
 	// ~10k sockets in TIME_WAIT.
@@ -262,17 +223,14 @@ func (r *runner) do(runCtx, workerCtx context.Context, ex *exchange, i int, res 
 		}
 	}
 
-	// start precedes the deadline, so a timed-out request's latency is at
-	// least RequestTimeout.
+	// The deadline bounds the whole exchange: net/http's Transport ends the
+	// dial, the wait for the header and every body read once reqCtx is done,
+	// and cancelling the run ends reqCtx through workerCtx. start precedes
+	// the deadline, so a timed-out request's latency is at least
+	// RequestTimeout.
 	start := time.Now()
-	reqCtx := workerCtx
-	if r.deadlineInExchange {
-		ex.deadline = start.Add(r.plan.RequestTimeout)
-	} else {
-		var cancel context.CancelFunc
-		reqCtx, cancel = context.WithTimeout(workerCtx, r.plan.RequestTimeout)
-		defer cancel()
-	}
+	reqCtx, cancel := context.WithTimeout(workerCtx, r.plan.RequestTimeout)
+	defer cancel()
 	res.StartOffset = start.Sub(r.start)
 	o := &ex.outcome
 	o.start = start

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,16 +19,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain runs the tests twice: with the transport Run picks (h1Transport
-// on loopback) and through net/http's Transport, which https and proxied
-// runs use, so both answer every scenario the same way.
+// TestMain fails a green run that left a goroutine behind (a connection's
+// reader or writer, a worker, a timer).
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if code == 0 && flag.Lookup("test.bench").Value.String() == "" {
-		fmt.Println("traffic: the tests again, through net/http's Transport")
-		forceNetHTTPForTests = true
-		code = m.Run()
-	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)

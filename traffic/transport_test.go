@@ -7,15 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// The tests of this file are about connection handling, which differs
-// between h1Transport and net/http's Transport; TestMain runs every test of
-// the package through both.
+// The tests of this file are about connection handling: what the run's
+// net/http Transport must do for the driver's numbers to mean something.
 
 // countingServer answers like vLLM and counts the connections it accepted.
 func countingServer(t *testing.T, configure func(*http.Server), handle func(w http.ResponseWriter, r *http.Request)) (*httptest.Server, *atomic.Int32) {
@@ -110,119 +108,22 @@ func TestFailedStreamRequestsKeepTheirConnection(t *testing.T) {
 	}
 }
 
-// h1Transport gives a connection back before the request returns, so a run
-// never holds more connections than workers.
-func TestH1RunUsesAtMostOneConnectionPerWorker(t *testing.T) {
-	if !h1Supported {
-		t.Skip("h1Transport is not used on this OS")
-	}
+// A worker's connection is back in the pool before its request returns
+// (the doer reads every body to its end, and net/http pools a connection
+// before a body read returns io.EOF), so a serial run needs one connection.
+//
+// With several workers net/http may dial more connections than workers: a
+// request that finds no idle connection dials, and when another connection
+// frees up first it takes that one and the finished dial joins the pool.
+func TestSerialRunKeepsOneConnectionAlive(t *testing.T) {
 	srv, conns := countingServer(t, nil, nil)
-	p := plan(srv.URL, 80)
-	p.Concurrency = 4
+	p := plan(srv.URL, 20)
 	p.Mode = ModeAlternate
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rep, err := run(ctx, p, runOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for _, r := range mustRun(t, p).Results {
+		wantClass(t, r, ClassOK)
 	}
-	if rep.Summary.OK != p.Requests {
-		t.Fatalf("ok %d of %d: %v", rep.Summary.OK, p.Requests, rep.Summary.ByClass)
-	}
-	if got := conns.Load(); got > int32(p.Concurrency) {
-		t.Errorf("%d connections for %d workers", got, p.Concurrency)
-	}
-}
-
-func TestPlainHTTPWithoutProxyUsesH1Transport(t *testing.T) {
-	for _, tc := range []struct {
-		base     string
-		netHTTP  bool
-		wantH1   bool
-		wantAddr string
-	}{
-		{"http://127.0.0.1:8081/v1", false, h1Supported, "127.0.0.1:8081"},
-		{"http://router.example/v1", false, h1Supported, "router.example:80"},
-		{"http://[::1]:9/v1", false, h1Supported, "[::1]:9"},
-		{"https://127.0.0.1:8443/v1", false, false, ""},
-		{"http://127.0.0.1:8081/v1", true, false, ""},
-	} {
-		rt := newHTTPTransport(tc.base, 4, tc.netHTTP)
-		h1, isH1 := rt.(*h1Transport)
-		if isH1 != tc.wantH1 {
-			t.Errorf("%s (netHTTP %v): transport %T", tc.base, tc.netHTTP, rt)
-			continue
-		}
-		if isH1 && h1.addr != tc.wantAddr {
-			t.Errorf("%s: dials %q, want %q", tc.base, h1.addr, tc.wantAddr)
-		}
-	}
-}
-
-func TestIdleConnAliveTellsAClosedOrDirtyConnection(t *testing.T) {
-	if !h1Supported {
-		t.Skip("no probe on this OS")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var mu sync.Mutex
-	var peers []net.Conn
-	accepted := make(chan net.Conn, 2)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			peers = append(peers, c)
-			mu.Unlock()
-			accepted <- c
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range peers {
-			_ = c.Close()
-		}
-	}()
-	dial := func() (net.Conn, net.Conn) {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c, <-accepted
-	}
-	eventually := func(what string, want bool, c net.Conn) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for newConnProbe(c).idleConnAlive() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: idleConnAlive stayed %v", what, !want)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-
-	quiet, _ := dial()
-	if !newConnProbe(quiet).idleConnAlive() {
-		t.Error("a quiet open connection is not alive")
-	}
-	closed, peer := dial()
-	_ = peer.Close()
-	eventually("peer closed", false, closed)
-	dirty, peer := dial()
-	_, _ = peer.Write([]byte("HTTP/1.1 200 OK\r\n"))
-	eventually("unexpected bytes", false, dirty)
-	// the probe only peeks: the bytes are still there
-	buf := make([]byte, 4)
-	if _, err := io.ReadFull(dirty, buf); err != nil || string(buf) != "HTTP" {
-		t.Errorf("read %q, %v after the probe", buf, err)
+	if got := conns.Load(); got != 1 {
+		t.Errorf("a serial run used %d connections, want 1 kept alive", got)
 	}
 }
 
