@@ -553,6 +553,33 @@ func TestRequestTimeoutIsClassTimeout(t *testing.T) {
 	}
 }
 
+// The timeout bounds the whole exchange, not the gap between reads: a stream
+// that keeps sending past RequestTimeout is still cut at it.
+func TestRequestTimeoutCoversAStreamThatKeepsSending(t *testing.T) {
+	var f fakeOpenAI
+	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) {
+		startSSE(w)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				sse(w, chunk(req, "tok", ""))
+			}
+		}
+	})
+	p := plan(srv.URL, 1)
+	p.Mode = ModeStream
+	p.RequestTimeout = 100 * time.Millisecond
+	r := mustRun(t, p).Results[0]
+	wantClass(t, r, ClassTimeout)
+	if r.Chunks < 2 || r.Latency < p.RequestTimeout {
+		t.Errorf("chunks %d latency %v: want a flowing stream cut at %v", r.Chunks, r.Latency, p.RequestTimeout)
+	}
+}
+
 func TestConnectionRefusedIsClassConnect(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

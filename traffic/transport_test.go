@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,6 +116,7 @@ func TestFailedStreamRequestsKeepTheirConnection(t *testing.T) {
 // With several workers net/http may dial more connections than workers: a
 // request that finds no idle connection dials, and when another connection
 // frees up first it takes that one and the finished dial joins the pool.
+// TestTransportPoolsAnIdleConnectionPerWorker checks the pool's size instead.
 func TestSerialRunKeepsOneConnectionAlive(t *testing.T) {
 	srv, conns := countingServer(t, nil, nil)
 	p := plan(srv.URL, 20)
@@ -124,6 +126,68 @@ func TestSerialRunKeepsOneConnectionAlive(t *testing.T) {
 	}
 	if got := conns.Load(); got != 1 {
 		t.Errorf("a serial run used %d connections, want 1 kept alive", got)
+	}
+}
+
+// With net/http's default of 2 idle connections per host, 64 workers
+// redial constantly: in bench/driver-vs-peer.sh that halved throughput and
+// left ~10k sockets in TIME_WAIT.
+func TestTransportPoolsAnIdleConnectionPerWorker(t *testing.T) {
+	for _, c := range []int{1, 64, 500} {
+		tr := newHTTPTransport(c)
+		if tr.MaxIdleConnsPerHost < c || tr.MaxIdleConns < c {
+			t.Errorf("concurrency %d: idle pool %d per host, %d in all; want >= %d", c, tr.MaxIdleConnsPerHost, tr.MaxIdleConns, c)
+		}
+		if tr.MaxConnsPerHost != 0 && tr.MaxConnsPerHost < c {
+			t.Errorf("concurrency %d: MaxConnsPerHost %d would queue workers", c, tr.MaxConnsPerHost)
+		}
+		if !tr.DisableCompression || tr.IdleConnTimeout <= 0 {
+			t.Errorf("concurrency %d: DisableCompression %v, IdleConnTimeout %v", c, tr.DisableCompression, tr.IdleConnTimeout)
+		}
+		// Proxies come from HTTPS_PROXY/HTTP_PROXY/NO_PROXY, as for any Go client.
+		if tr.Proxy == nil || reflect.ValueOf(tr.Proxy).Pointer() != reflect.ValueOf(http.ProxyFromEnvironment).Pointer() {
+			t.Errorf("concurrency %d: Proxy is not http.ProxyFromEnvironment", c)
+		}
+	}
+}
+
+// A router does not redirect; a 3xx is recorded as the answer, not followed
+// (which would replay the POST as a GET elsewhere).
+func TestRedirectIsRecordedNotFollowed(t *testing.T) {
+	var f fakeOpenAI
+	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) {
+		http.Redirect(w, r, "/v1/elsewhere", http.StatusTemporaryRedirect)
+	})
+	p := plan(srv.URL, 2)
+	p.Mode = ModeAlternate
+	for _, r := range mustRun(t, p).Results {
+		wantClass(t, r, ClassHTTPOther)
+		if r.Status != http.StatusTemporaryRedirect {
+			t.Errorf("request %d: status %d, want 307", r.Index, r.Status)
+		}
+	}
+	for _, req := range f.seen() {
+		if req.Path != "/v1/chat/completions" {
+			t.Errorf("the redirect was followed to %s", req.Path)
+		}
+	}
+}
+
+// Engines answer uncompressed and a compressing proxy would hold SSE events
+// back, so the driver asks for no compression (net/http asks for gzip by
+// default).
+func TestNoCompressionIsAskedFor(t *testing.T) {
+	var f fakeOpenAI
+	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) { answerOK(w, req) })
+	p := plan(srv.URL, 2)
+	p.Mode = ModeAlternate
+	for _, r := range mustRun(t, p).Results {
+		wantClass(t, r, ClassOK)
+	}
+	for _, req := range f.seen() {
+		if got := req.Header.Get("Accept-Encoding"); got != "" {
+			t.Errorf("request %d: Accept-Encoding %q, want none", req.Index, got)
+		}
 	}
 }
 
