@@ -2,10 +2,13 @@ package promtext
 
 import (
 	"bytes"
+	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -107,5 +110,26 @@ func TestLabelValuesAreEscaped(t *testing.T) {
 	out := string(gather(t, reg))
 	if !strings.Contains(out, `x{v="q\"\\\n"} 1.0`) || !strings.Contains(out, `# HELP x a\\b\nc`) {
 		t.Fatalf("bad escaping:\n%s", out)
+	}
+}
+
+type failingGatherer struct{}
+
+func (failingGatherer) Gather() ([]*dto.MetricFamily, error) { return nil, errors.New("collector broke") }
+
+func TestServeWritesOneScrapeWithPythonContentType(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "X."})
+	reg.MustRegister(c)
+	c.Add(2)
+	rec := httptest.NewRecorder()
+	Serve(rec, reg, Style{Multiprocess: true})
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != ContentType || rec.Body.String() != "# HELP x_total X.\n# TYPE x_total counter\nx_total 2.0\n" {
+		t.Fatalf("got %d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	Serve(rec, failingGatherer{}, Style{})
+	if rec.Code != 500 || !strings.Contains(rec.Body.String(), "collector broke") {
+		t.Fatalf("gather error answered %d %q", rec.Code, rec.Body.String())
 	}
 }

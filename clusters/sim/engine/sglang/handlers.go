@@ -87,7 +87,7 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusOK)
 	case "/metrics":
-		a.metrics(w)
+		promtext.Serve(w, a.m.reg, style)
 	case "/v1/models":
 		a.models(w)
 	case "/get_model_info", "/model_info":
@@ -124,22 +124,6 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 	default: // /v1/models/{model}
 		a.model(w, strings.TrimPrefix(path, "/v1/models/"))
 	}
-}
-
-var metricsBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
-
-func (a *api) metrics(w http.ResponseWriter) {
-	fams, err := a.m.reg.Gather()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	bp := metricsBufPool.Get().(*[]byte)
-	b := promtext.Append((*bp)[:0], fams, style)
-	w.Header().Set("Content-Type", promtext.ContentType)
-	_, _ = w.Write(b)
-	*bp = b
-	metricsBufPool.Put(bp)
 }
 
 func (a *api) appendCard(b []byte) []byte {

@@ -108,7 +108,7 @@ func (a *api) route(w http.ResponseWriter, r *http.Request, path string) {
 	case "/ping":
 		w.WriteHeader(http.StatusOK)
 	case "/metrics":
-		a.metrics(w)
+		promtext.Serve(w, a.m.reg, a.m.style)
 	case "/version":
 		server.WriteJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
 	case "/load":
@@ -124,22 +124,6 @@ func (a *api) route(w http.ResponseWriter, r *http.Request, path string) {
 		}
 		a.generate(w, r, path == "/v1/chat/completions")
 	}
-}
-
-var metricsBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-func (a *api) metrics(w http.ResponseWriter) {
-	fams, err := a.m.reg.Gather()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	bp := metricsBufPool.Get().(*[]byte)
-	b := promtext.Append((*bp)[:0], fams, a.m.style)
-	w.Header().Set("Content-Type", promtext.ContentType)
-	_, _ = w.Write(b)
-	*bp = b
-	metricsBufPool.Put(bp)
 }
 
 func (a *api) models(w http.ResponseWriter) {
