@@ -115,7 +115,9 @@ func TestLabelValuesAreEscaped(t *testing.T) {
 
 type failingGatherer struct{}
 
-func (failingGatherer) Gather() ([]*dto.MetricFamily, error) { return nil, errors.New("collector broke") }
+func (failingGatherer) Gather() ([]*dto.MetricFamily, error) {
+	return nil, errors.New("collector broke")
+}
 
 func TestServeWritesOneScrapeWithPythonContentType(t *testing.T) {
 	reg := prometheus.NewRegistry()
