@@ -2,7 +2,10 @@ package openai
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,5 +117,50 @@ func TestNewIDIsUUID4Hex(t *testing.T) {
 	a, b := NewID(), NewID()
 	if !re.MatchString(a) || a == b {
 		t.Fatalf("ids %q %q", a, b)
+	}
+}
+
+func TestDecodeTokenizesChatThroughTheTemplateAndCompletionsAsSent(t *testing.T) {
+	chat, err := Decode([]byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}`), true, make([]uint32, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tokenize.Encode(nil, tokenize.ApplyChatTemplate([]tokenize.Message{{Role: "user", Content: "hi"}}))
+	if !slices.Equal(chat.Prompt, want) || chat.MaxTokens != 3 || len(chat.Messages) != 1 {
+		t.Fatalf("chat %+v, want prompt %v", chat, want)
+	}
+	ids, err := Decode([]byte(`{"prompt":[5,6,7],"max_tokens":null}`), false, nil)
+	if err != nil || !slices.Equal(ids.Prompt, []uint32{5, 6, 7}) || !ids.MaxTokensNull || ids.Messages != nil {
+		t.Fatalf("token-id completion %+v %v", ids, err)
+	}
+	text, err := Decode([]byte(`{"prompt":"hello there"}`), false, nil)
+	if err != nil || !slices.Equal(text.Prompt, tokenize.Encode(nil, "hello there")) {
+		t.Fatalf("text completion %+v %v", text, err)
+	}
+	if _, err := Decode([]byte(`{"prompt":"x"}`), true, nil); fieldErr(t, err).Type != "missing" {
+		t.Fatal("a completion body decoded as chat")
+	}
+}
+
+func TestReadRequestRefusesOtherMediaTypesAndOversizedBodies(t *testing.T) {
+	body := `{"prompt":"hi"}`
+	r := httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(body))
+	r.Header.Set("Content-Type", "text/plain")
+	_, err := ReadRequest(r, false, 1<<10, nil)
+	if fe := fieldErr(t, err); strings.Join(fe.Loc, ".") != "header.content-type" || fe.Input != "text/plain" || !strings.Contains(fe.Msg, "Only 'application/json'") {
+		t.Fatalf("media type error %+v", fe)
+	}
+	r = httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json; charset=utf-8")
+	_, err = ReadRequest(r, false, 4, nil)
+	var ve *ValidationError
+	if err == nil || errors.As(err, &ve) {
+		t.Fatalf("oversized body: %v, want a read error", err)
+	}
+	r = httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	req, err := ReadRequest(r, false, 1<<10, nil)
+	if err != nil || !slices.Equal(req.Prompt, tokenize.Encode(nil, "hi")) {
+		t.Fatalf("good request %+v %v", req, err)
 	}
 }

@@ -1,7 +1,9 @@
-// Package openai decodes the OpenAI-compatible requests both engines accept
-// and plans what a simulated model generates for them. Each engine formats
-// its own responses and errors; this package only reports what is wrong with
-// a request (as pydantic would: a type, a location, a message).
+// Package openai reads and decodes the OpenAI-compatible requests both
+// engines accept, tokenizes their prompts, and plans what a simulated model
+// generates for them. Each engine formats its own responses and errors and
+// makes its own checks (model names, lengths, defaults); this package only
+// reports what is wrong with a request (as pydantic would: a type, a
+// location, a message).
 package openai
 
 import (

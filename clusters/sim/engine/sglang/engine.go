@@ -10,6 +10,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/prefixcache"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/sched"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
 )
 
 // forceStreamInterval is SGLang's DEFAULT_FORCE_STREAM_INTERVAL: a
@@ -65,8 +66,6 @@ type result struct {
 }
 
 const finishAbort = "abort"
-
-var idsPool = sync.Pool{New: func() any { s := make([]uint32, 0, 512); return &s }}
 
 // run admits, prefills and decodes s. emit is called at every output the
 // tokenizer manager receives with the number of tokens generated so far
@@ -176,11 +175,10 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result)
 	end := time.Now()
 	res.finish = s.out.Finish
 	if e.cache != nil {
-		ip := idsPool.Get().(*[]uint32)
-		ids := s.out.AppendIDs(append((*ip)[:0], s.prompt...))
-		e.cache.Insert(ids) // cache_finished_req
-		*ip = ids
-		idsPool.Put(ip)
+		ip := tokenize.GetIDs()
+		*ip = s.out.AppendIDs(append(*ip, s.prompt...))
+		e.cache.Insert(*ip) // cache_finished_req
+		tokenize.PutIDs(ip)
 	}
 	if tok != nil {
 		tok.promptC().Add(float64(p))

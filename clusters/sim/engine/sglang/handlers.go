@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -251,62 +250,34 @@ func (a *api) waitLoaded(ctx context.Context) error {
 	}
 }
 
-var promptPool = sync.Pool{New: func() any { s := make([]uint32, 0, 512); return &s }}
-
 // openAI serves /v1/chat/completions and /v1/completions.
 func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	arrival := time.Now()
-	if !server.IsJSON(r) {
-		writeError(w, http.StatusBadRequest, "Bad Request", validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"header", "content-type"}, Msg: "Unsupported Media Type: Only 'application/json' is allowed", Input: r.Header.Get("Content-Type")}}))
-		return
+	pp := tokenize.GetIDs()
+	defer tokenize.PutIDs(pp)
+	req, err := openai.ReadRequest(r, chat, maxBody, *pp)
+	if err == nil && req.MaxTokensNull { // CompletionRequest.max_tokens is a non-optional int
+		err = &openai.ValidationError{Errors: []openai.FieldError{{Type: "int_type", Loc: []string{"body", "max_tokens"}, Msg: "Input should be a valid integer", Input: "None"}}}
 	}
-	body, release, err := server.ReadBody(r, maxBody)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		a.badRequest(w, err)
 		return
 	}
-	defer release()
-	pp := promptPool.Get().(*[]uint32)
-	defer func() { *pp = (*pp)[:0]; promptPool.Put(pp) }()
-	prompt := (*pp)[:0]
-	var common *openai.Common
+	if chat && len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "Messages cannot be empty.")
+		return
+	}
+	*pp = req.Prompt
+	common, prompt := &req.Common, req.Prompt
 	what := "input messages"
-	maxTokens := -1
-	if chat {
-		req, err := openai.DecodeChat(body)
-		if err != nil {
-			a.badRequest(w, err)
-			return
-		}
-		if len(req.Messages) == 0 {
-			writeError(w, http.StatusBadRequest, "BadRequestError", "Messages cannot be empty.")
-			return
-		}
-		common = &req.Common
-		maxTokens = common.MaxTokens
-		prompt = tokenize.Encode(prompt, tokenize.ApplyChatTemplate(req.Messages))
-	} else {
-		req, err := openai.DecodeCompletion(body)
-		if err == nil && req.MaxTokensNull {
-			err = &openai.ValidationError{Errors: []openai.FieldError{{Type: "int_type", Loc: []string{"body", "max_tokens"}, Msg: "Input should be a valid integer", Input: "None"}}}
-		}
-		if err != nil {
-			a.badRequest(w, err)
-			return
-		}
-		common = &req.Common
+	maxTokens := common.MaxTokens
+	if !chat {
 		what = "prompt"
 		maxTokens = 16 // CompletionRequest.max_tokens defaults to 16
 		if common.MaxTokens >= 0 {
 			maxTokens = common.MaxTokens
 		}
-		if req.PromptIDs != nil {
-			prompt = append(prompt, req.PromptIDs...)
-		} else {
-			prompt = tokenize.Encode(prompt, req.Prompt)
-		}
 	}
-	*pp = prompt
 	model := common.Model
 	if model == "" {
 		model = "default"

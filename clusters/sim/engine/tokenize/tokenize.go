@@ -18,7 +18,10 @@
 // template's fixed head is always a shared prefix.
 package tokenize
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // Qwen2 vocabulary facts the ids are folded into.
 const (
@@ -144,3 +147,16 @@ var fillers = [...]string{
 	" it", " can", " be", " so", " ok", " for", " all", " day",
 	" on", " end", " at", " one", " two", " set", " run", " now",
 }
+
+var idsPool = sync.Pool{New: func() any { s := make([]uint32, 0, 512); return &s }}
+
+// GetIDs returns an empty pooled token-id buffer (a prompt, or a prompt and
+// its output on the way into a prefix cache); give it back with PutIDs.
+func GetIDs() *[]uint32 {
+	p := idsPool.Get().(*[]uint32)
+	*p = (*p)[:0]
+	return p
+}
+
+// PutIDs returns a buffer from GetIDs to the pool.
+func PutIDs(p *[]uint32) { idsPool.Put(p) }

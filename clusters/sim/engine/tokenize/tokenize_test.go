@@ -97,3 +97,16 @@ func BenchmarkEncodeChat(b *testing.B) {
 		buf = Encode(buf[:0], text)
 	}
 }
+
+func TestGetIDsHandsOutEmptyBuffers(t *testing.T) {
+	p := GetIDs()
+	*p = append(*p, 1, 2, 3)
+	PutIDs(p)
+	for range 4 {
+		q := GetIDs()
+		if len(*q) != 0 {
+			t.Fatalf("pooled buffer came back with %v", *q)
+		}
+		PutIDs(q)
+	}
+}

@@ -3,13 +3,13 @@ package vllm
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/prefixcache"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/sched"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
 )
 
 // engine is the simulated EngineCore: FCFS admission under --max-num-seqs
@@ -52,8 +52,6 @@ type result struct {
 }
 
 const finishAbort = "abort"
-
-var idsPool = sync.Pool{New: func() any { s := make([]uint32, 0, 512); return &s }}
 
 // run admits, prefills and decodes s. emit, if not nil, is called with each
 // token index as the token is produced (streaming); its error (client gone)
@@ -146,12 +144,10 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 
 	if e.cache != nil && !s.skipCache {
 		// Completed blocks of the output are cached too.
-		ip := idsPool.Get().(*[]uint32)
-		ids := append((*ip)[:0], s.prompt...)
-		ids = s.out.AppendIDs(ids)
-		e.cache.Insert(ids, s.salt)
-		*ip = ids
-		idsPool.Put(ip)
+		ip := tokenize.GetIDs()
+		*ip = s.out.AppendIDs(append(*ip, s.prompt...))
+		e.cache.Insert(*ip, s.salt)
+		tokenize.PutIDs(ip)
 	}
 
 	e.m.genTokens.Add(float64(n))

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -159,24 +158,16 @@ func (a *api) tokenizeHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	var ids []uint32
-	if chat, cerr := openai.DecodeChat(body); cerr == nil {
-		ids = tokenize.Encode(nil, tokenize.ApplyChatTemplate(chat.Messages))
-	} else if comp, perr := openai.DecodeCompletion(body); perr == nil {
-		ids = comp.PromptIDs
-		if ids == nil {
-			ids = tokenize.Encode(nil, comp.Prompt)
-		}
-	} else {
-		var ve *openai.ValidationError
-		if errors.As(perr, &ve) {
-			msg, param := validationMessage(ve.Errors)
-			writeError(w, http.StatusBadRequest, "Bad Request", msg, param)
-			return
-		}
-		writeError(w, http.StatusBadRequest, "BadRequestError", perr.Error(), "")
+	// TokenizeRequest is a union: chat messages, else a completion prompt.
+	req, err := openai.Decode(body, true, nil)
+	if err != nil {
+		req, err = openai.Decode(body, false, nil)
+	}
+	if err != nil {
+		a.badRequest(w, err)
 		return
 	}
+	ids := req.Prompt
 	b := []byte(`{"count":`)
 	b = jsonw.Int(b, len(ids))
 	b = append(b, `,"max_model_len":`...)
@@ -192,51 +183,22 @@ func (a *api) tokenizeHandler(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, b)
 }
 
-var promptPool = sync.Pool{New: func() any { s := make([]uint32, 0, 512); return &s }}
-
 // generate serves /v1/chat/completions (chat) and /v1/completions.
 func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	arrival := time.Now()
-	if !server.IsJSON(r) {
-		msg, param := validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"header", "content-type"}, Msg: "Unsupported Media Type: Only 'application/json' is allowed", Input: r.Header.Get("Content-Type")}})
-		writeError(w, http.StatusBadRequest, "Bad Request", msg, param)
-		return
-	}
-	body, release, err := server.ReadBody(r, maxBody)
+	pp := tokenize.GetIDs()
+	defer tokenize.PutIDs(pp)
+	req, err := openai.ReadRequest(r, chat, maxBody, *pp)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), "")
+		a.badRequest(w, err)
 		return
 	}
-	defer release()
-
-	var common *openai.Common
-	pp := promptPool.Get().(*[]uint32)
-	defer func() { *pp = (*pp)[:0]; promptPool.Put(pp) }()
-	prompt := (*pp)[:0]
+	*pp = req.Prompt
+	common, prompt := &req.Common, req.Prompt
 	what := "messages"
-	if chat {
-		req, err := openai.DecodeChat(body)
-		if err != nil {
-			a.badRequest(w, err)
-			return
-		}
-		common = &req.Common
-		prompt = tokenize.Encode(prompt, tokenize.ApplyChatTemplate(req.Messages))
-	} else {
-		req, err := openai.DecodeCompletion(body)
-		if err != nil {
-			a.badRequest(w, err)
-			return
-		}
-		common = &req.Common
+	if !chat {
 		what = "prompt"
-		if req.PromptIDs != nil {
-			prompt = append(prompt, req.PromptIDs...)
-		} else {
-			prompt = tokenize.Encode(prompt, req.Prompt)
-		}
 	}
-	*pp = prompt
 
 	if common.StreamOptions != nil && !common.Stream {
 		msg, _ := validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"body"}, Msg: "Value error, Stream options can only be defined when `stream=True`.", Input: "<dict>", Ctx: "Stream options can only be defined when `stream=True`."}})
