@@ -62,14 +62,14 @@ func (rt *router) handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
 
 	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > int64(rt.cfg.maxPayload) {
+		if r.ContentLength > int64(rt.cfg.MaxPayload) {
 			text(w, http.StatusRequestEntityTooLarge, "length limit exceeded")
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, int64(rt.cfg.maxPayload))
+		r.Body = http.MaxBytesReader(w, r.Body, int64(rt.cfg.MaxPayload))
 		mux.ServeHTTP(w, r)
 	})
-	return reqid.Middleware(rt.cfg.requestIDs, true, rt.httpMetrics(limited))
+	return reqid.Middleware(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(limited))
 }
 
 // httpMetrics is the HTTP layer's series: the request when it arrives, the
@@ -184,7 +184,7 @@ func (rt *router) readiness(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ready := healthy > 0
-	if !rt.cfg.enableIGW && rt.cfg.pd {
+	if !rt.cfg.EnableIGW && rt.cfg.PD {
 		ready = hasPre && hasDec
 	}
 	if ready {
@@ -390,7 +390,7 @@ func (rt *router) typed(route string) http.HandlerFunc {
 			}
 		}
 		// resolve_model_id: a missing model is the only model, if one.
-		if !hasModel && rt.cfg.enableIGW {
+		if !hasModel && rt.cfg.EnableIGW {
 			names := rt.modelNames()
 			switch len(names) {
 			case 0:
@@ -429,15 +429,15 @@ func (rt *router) selectRouter(model string) (pd bool, ok bool) {
 		} else {
 			regular++
 		}
-		if !rt.cfg.enableIGW || wk.ModelID == model {
+		if !rt.cfg.EnableIGW || wk.ModelID == model {
 			modelAny++
 			if isPD {
 				modelPD++
 			}
 		}
 	}
-	if !rt.cfg.enableIGW {
-		if rt.cfg.pd {
+	if !rt.cfg.EnableIGW {
+		if rt.cfg.PD {
 			return true, true
 		}
 		return false, true
@@ -470,7 +470,7 @@ func (rt *router) candidates(model string, role workers.Role) []*workers.Worker 
 		if wk.Role() != role {
 			continue
 		}
-		if rt.cfg.enableIGW && wk.ModelID != model {
+		if rt.cfg.EnableIGW && wk.ModelID != model {
 			continue
 		}
 		if wk.Available() {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
@@ -77,11 +78,11 @@ func (rt *router) runLoadMonitor(ctx context.Context) {
 	if len(p2) == 0 {
 		return
 	}
-	interval := secs(rt.cfg.startupInterval)
+	interval := cli.Secs(rt.cfg.StartupInterval)
 	if interval <= 0 {
 		return
 	}
-	rt.log.Info(siteLoadMonitor, "Starting load monitoring with interval: %ds", rt.cfg.startupInterval)
+	rt.log.Info(siteLoadMonitor, "Starting load monitoring with interval: %ds", rt.cfg.StartupInterval)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -13,23 +13,17 @@ package sglanggateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strconv"
-	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/clap"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 )
 
 // Main is the sgl-model-gateway binary: argv is what follows the command. It
 // returns 0 after a graceful shutdown (ctx cancelled = SIGTERM), 2 on a clap
 // error, 1 on a configuration or bind error.
 func Main(ctx context.Context, c *proc.Container) int {
-	out, errw := writerOr(c.Stdout), writerOr(c.Stderr)
+	out, errw := cli.Streams(c)
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 
 	// main checks for version flags before anything else.
@@ -40,72 +34,19 @@ func Main(ctx context.Context, c *proc.Container) int {
 		}
 	}
 	prefill, filtered := splitPrefill(c.Args)
-	m, err := clap.Parse(command(), filtered)
-	if err != nil {
-		var ce *clap.Error
-		if errors.As(err, &ce) {
-			if ce.ToStdout() {
-				_, _ = io.WriteString(out, ce.Text)
-			} else {
-				_, _ = io.WriteString(errw, ce.Text)
-			}
-			return ce.ExitCode()
-		}
-		fmt.Fprintf(errw, "Error: %v\n", err)
-		return 2
+	m, code := cli.Parse(command(), filtered, out, errw)
+	if m == nil {
+		return code
 	}
 	cfg := newConfig(m, prefill)
-	if cfg.serviceDisc && !cfg.enableIGW {
+	if cfg.ServiceDiscovery && !cfg.EnableIGW {
 		p("INFO: IGW mode automatically enabled because service discovery is turned on")
-		cfg.enableIGW = true
+		cfg.EnableIGW = true
 	}
-	p("SGLang Router starting...")
-	p("Host: %s:%d", cfg.host, cfg.port)
-	p("Mode: %s", cfg.modeLine())
-	switch cfg.backend {
-	case "vllm", "trtllm", "anthropic":
-		p("WARNING: runtime '%s' not implemented yet; falling back to regular routing. Provide --worker-urls or PD flags as usual.", cfg.backend)
-	}
-	if !cfg.enableIGW {
-		p("Policy: %s", cfg.policy)
-		if cfg.pd && len(cfg.prefill) > 0 {
-			p("Prefill nodes: %s", prefillDebug(cfg.prefill))
-			p("Decode nodes: %s", rustfmt.StrVec(cfg.decode))
-		}
-	}
-	if err := cfg.validate(); err != nil {
+	cfg.PrintStartup(out, cli.Startup{Name: "SGLang Router", PDMode: "PD Disaggregated", Unimplemented: []string{"vllm", "trtllm", "anthropic"}})
+	if err := cfg.ValidateCacheAware(); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
 	return startup(ctx, c, cfg, out, errw)
-}
-
-func writerOr(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
-}
-
-func prefillDebug(pre []prefillArg) string {
-	items := make([]string, len(pre))
-	for i, p := range pre {
-		port := "None"
-		if p.port != nil {
-			port = "Some(" + strconv.Itoa(*p.port) + ")"
-		}
-		items[i] = "(" + rustfmt.Str(p.url) + ", " + port + ")"
-	}
-	return rustfmt.Vec(items)
-}
-
-func secs(n uint64) time.Duration {
-	if n > uint64(1<<62)/uint64(time.Second) {
-		return time.Duration(1 << 62)
-	}
-	return time.Duration(n) * time.Second
-}
-
-func hostPort(host string, port uint64) string {
-	return net.JoinHostPort(host, strconv.FormatUint(port, 10))
 }

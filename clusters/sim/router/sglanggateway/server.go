@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
@@ -105,10 +106,10 @@ func seededRand(c *proc.Container) *rand.Rand {
 }
 
 func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.Writer) int {
-	level, _ := tracelog.ParseLevel(cfg.logLevel)
+	level, _ := tracelog.ParseLevel(cfg.LogLevel)
 	log := tracelog.New(out, level)
 	m := newMetrics()
-	promLn, err := c.Listen(hostPort(cfg.promHost, cfg.promPort))
+	promLn, err := c.Listen(cli.HostPort(cfg.PromHost, cfg.PromPort))
 	if err != nil {
 		fmt.Fprintf(errw, "\nthread 'main' panicked at src/observability/metrics.rs:362:10:\nfailed to install Prometheus metrics exporter: FailedToCreateHTTPListener(%q)\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n", err.Error())
 		return 101
@@ -123,44 +124,22 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	go func() { defer wg.Done(); _ = promexp.Serve(runCtx, promLn, m.reg) }()
 
 	log.Info(siteBanner, "Starting router on %s:%d | mode: %s | policy: %s | max_payload: %dMB",
-		cfg.host, cfg.port, cfg.modeDebug(), cfg.policyDebug(cfg.policy), cfg.maxPayload/(1024*1024))
+		cfg.Host, cfg.Port, cfg.modeDebug(), cfg.policyDebug(cfg.Policy), cfg.MaxPayload/(1024*1024))
 
 	rng := seededRand(c)
 	rt := &router{
 		cfg: cfg, c: c, log: log, m: m,
-		reg:     workers.NewRegistry(workers.OrderRegistration, rng),
-		client:  upstream.NewClient(secs(cfg.requestTimeout)),
-		probe:   upstream.NewClient(secs(cfg.m.Uint("health-check-timeout-secs"))),
-		boot:    time.Now(),
-		pending: map[string]discovery.Target{},
-		retryCfg: retry.Config{
-			MaxRetries:     uint32(cfg.m.Uint("retry-max-retries")),
-			InitialBackoff: cfg.m.Uint("retry-initial-backoff-ms"),
-			MaxBackoff:     cfg.m.Uint("retry-max-backoff-ms"),
-			Multiplier:     cfg.m.Float32("retry-backoff-multiplier"),
-			Jitter:         cfg.m.Float32("retry-jitter-factor"),
-		},
-		cbCfg: workers.CircuitConfig{
-			FailureThreshold: int(cfg.m.Uint("cb-failure-threshold")),
-			SuccessThreshold: int(cfg.m.Uint("cb-success-threshold")),
-			Timeout:          secs(cfg.m.Uint("cb-timeout-duration-secs")),
-		},
-		healthCfg: workers.HealthConfig{
-			Interval:         secs(cfg.m.Uint("health-check-interval-secs")),
-			Timeout:          secs(cfg.m.Uint("health-check-timeout-secs")),
-			Endpoint:         cfg.m.Value("health-check-endpoint"),
-			FailureThreshold: int(cfg.m.Uint("health-failure-threshold")),
-			SuccessThreshold: int(cfg.m.Uint("health-success-threshold")),
-		},
+		reg:       workers.NewRegistry(workers.OrderRegistration, rng),
+		client:    upstream.NewClient(cli.Secs(cfg.RequestTimeout)),
+		probe:     upstream.NewClient(cli.Secs(cfg.Flags.Uint("health-check-timeout-secs"))),
+		boot:      time.Now(),
+		pending:   map[string]discovery.Target{},
+		retryCfg:  cfg.Retry(),
+		cbCfg:     cfg.Circuit(),
+		healthCfg: cfg.Health(),
 	}
 	defer upstream.Close(rt.client)
 	defer upstream.Close(rt.probe)
-	if cfg.m.Bool("disable-retries") {
-		rt.retryCfg.MaxRetries = 1
-	}
-	if cfg.m.Bool("disable-circuit-breaker") {
-		rt.cbCfg.FailureThreshold = int(^uint32(0))
-	}
 	src := &lockedSource{src: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))}
 	mk := func(name string) (policy.Policy, error) {
 		return policy.New(policy.FlavorSG, name, cfg.policyCfg,
@@ -169,20 +148,20 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 				log.Print(tracelog.Info, tracelog.Site{Target: r.Target, File: r.File, Line: r.Line}, r.Message)
 			}))
 	}
-	if rt.pol, err = mk(cfg.policy); err != nil {
+	if rt.pol, err = mk(cfg.Policy); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
 	// The PD router's pools: in IGW mode the router manager builds them
 	// from the main --policy (create_pd_router(None, None, &policy)); only
 	// a non-IGW PD router honours --prefill-policy/--decode-policy.
-	pre, dec := cfg.policy, cfg.policy
-	if !cfg.enableIGW {
-		if cfg.prefillPolicy != nil {
-			pre = *cfg.prefillPolicy
+	pre, dec := cfg.Policy, cfg.Policy
+	if !cfg.EnableIGW {
+		if cfg.PrefillPolicy != nil {
+			pre = *cfg.PrefillPolicy
 		}
-		if cfg.decodePolicy != nil {
-			dec = *cfg.decodePolicy
+		if cfg.DecodePolicy != nil {
+			dec = *cfg.DecodePolicy
 		}
 	}
 	if rt.prefillPol, err = mk(pre); err != nil {
@@ -202,7 +181,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	log.Info(siteJobSubmitted, "Worker initialization job submitted (will complete in background)")
 	log.Info(siteNoMCP, "No MCP config provided, skipping MCP server initialization")
 	log.Info(siteWorkersInit, "Workers initialized: 0 total, 0 healthy")
-	if cfg.enableIGW {
+	if cfg.EnableIGW {
 		log.Info(siteRMMulti, "Initializing RouterManager in multi-router mode (IGW)")
 		log.Info(siteRMHTTPRegular, "Created HTTP Regular router")
 		log.Info(siteRMDefault, "Set default router to http-regular")
@@ -214,9 +193,9 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		log.Info(siteRMInitialized, "RouterManager initialized with 5 routers for multi-router mode")
 	} else {
 		id := "http-regular"
-		if cfg.pd {
+		if cfg.PD {
 			id = "http-pd"
-		} else if cfg.backend == "openai" {
+		} else if cfg.Backend == "openai" {
 			id = "http-openai"
 		}
 		log.Info(siteRMSingle, "Initializing RouterManager in single-router mode")
@@ -232,36 +211,36 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	}()
 	wg.Add(1)
 	go func() { defer wg.Done(); rt.runLoadMonitor(runCtx) }()
-	if cfg.m.Int("max-concurrent-requests") <= 0 {
+	if cfg.Flags.Int("max-concurrent-requests") <= 0 {
 		log.Info(siteRateLimitOff, "Rate limiting is disabled (max_concurrent_requests = -1)")
 	}
 	// Static --worker-urls / --prefill / --decode go through the same
 	// registration workflow as discovered Pods.
-	for _, u := range cfg.workerURLs {
+	for _, u := range cfg.WorkerURLs {
 		t := discovery.Target{URL: u, Port: portOf(u), Role: workers.Regular}
 		wg.Add(1)
 		go func() { defer wg.Done(); rt.register(runCtx, t) }()
 	}
-	if cfg.pd {
-		for _, p := range cfg.prefill {
-			t := discovery.Target{URL: p.url, Port: portOf(p.url), Role: workers.Prefill, BootstrapPort: p.port}
+	if cfg.PD {
+		for _, p := range cfg.Prefill {
+			t := discovery.Target{URL: p.URL, Port: portOf(p.URL), Role: workers.Prefill, BootstrapPort: p.Port}
 			wg.Add(1)
 			go func() { defer wg.Done(); rt.register(runCtx, t) }()
 		}
-		for _, u := range cfg.decode {
+		for _, u := range cfg.Decode {
 			t := discovery.Target{URL: u, Port: portOf(u), Role: workers.Decode}
 			wg.Add(1)
 			go func() { defer wg.Done(); rt.register(runCtx, t) }()
 		}
 	}
-	if cfg.serviceDisc {
+	if cfg.ServiceDiscovery {
 		if c.Pods == nil {
 			log.Error(siteSDFailed, "Failed to start service discovery: no Kubernetes API available")
 		} else {
-			if cfg.pd {
-				log.Info(siteSDStartPD, "Starting K8s service discovery | PD mode | prefill: '%s' | decode: '%s'", joinSelector(cfg.prefillSel), joinSelector(cfg.decodeSel))
+			if cfg.PD {
+				log.Info(siteSDStartPD, "Starting K8s service discovery | PD mode | prefill: '%s' | decode: '%s'", joinSelector(cfg.PrefillSelector), joinSelector(cfg.DecodeSelector))
 			} else {
-				log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", joinSelector(cfg.selector))
+				log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", joinSelector(cfg.Selector))
 			}
 			wg.Add(1)
 			go func() { defer wg.Done(); rt.runDiscovery(runCtx) }()
@@ -270,7 +249,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	}
 	log.Info(siteRouterReady, "Router ready | workers: %s", rustfmt.StrVec(rt.reg.URLs()))
 
-	addr := hostPort(cfg.host, cfg.port)
+	addr := cli.HostPort(cfg.Host, cfg.Port)
 	log.Info(siteStartServer, "Starting server on %s", addr)
 	ln, err := c.Listen(addr)
 	if err != nil {
@@ -285,7 +264,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		log.Info(siteTerminate, "Received terminate signal, starting graceful shutdown")
 		// --shutdown-grace-period-secs bounds the drain; the kubelet's
 		// 30 s grace period bounds it too.
-		grace := min(secs(cfg.m.Uint("shutdown-grace-period-secs")), 30*time.Second)
+		grace := min(cli.Secs(cfg.Flags.Uint("shutdown-grace-period-secs")), 30*time.Second)
 		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		_ = srv.Shutdown(sctx)
 		cancel()
@@ -333,15 +312,7 @@ func portOf(url string) int {
 }
 
 func (rt *router) runDiscovery(ctx context.Context) {
-	discovery.Run(ctx, rt.c.Pods, discovery.Config{
-		Namespace:           rt.cfg.sdNamespace,
-		Selector:            rt.cfg.selector,
-		PD:                  rt.cfg.pd,
-		PrefillSelector:     rt.cfg.prefillSel,
-		DecodeSelector:      rt.cfg.decodeSel,
-		Port:                int(rt.cfg.sdPort),
-		BootstrapAnnotation: "sglang.ai/bootstrap-port",
-	}, discovery.Hooks{
+	discovery.Run(ctx, rt.c.Pods, rt.cfg.Discovery("sglang.ai/bootstrap-port"), discovery.Hooks{
 		Adding: func(t discovery.Target) {
 			rt.log.Info(siteAddingPod, "Adding pod: %s | type: %s | url: %s", t.Pod.Name, t.PodTypeDebug(), t.URL)
 			rt.m.discRegs.WithLabelValues("kubernetes", "success").Inc()
@@ -369,8 +340,8 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 		delete(rt.pending, t.URL)
 		rt.mu.Unlock()
 	}()
-	timeout := secs(rt.cfg.m.Uint("health-check-timeout-secs"))
-	deadline := time.Now().Add(secs(rt.cfg.startupTimeout))
+	timeout := cli.Secs(rt.cfg.Flags.Uint("health-check-timeout-secs"))
+	deadline := time.Now().Add(cli.Secs(rt.cfg.StartupTimeout))
 	for attempt := 1; ; attempt++ {
 		if workers.Probe(ctx, rt.probe, t.URL+"/health", timeout) {
 			break

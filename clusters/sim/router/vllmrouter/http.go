@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/observer"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/reqid"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
@@ -75,14 +76,14 @@ func (rt *router) handler() http.Handler {
 	mux.HandleFunc("/", rt.transparentProxy)
 
 	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > int64(rt.cfg.maxPayload) {
+		if r.ContentLength > int64(rt.cfg.MaxPayload) {
 			text(w, http.StatusRequestEntityTooLarge, "length limit exceeded")
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, int64(rt.cfg.maxPayload))
+		r.Body = http.MaxBytesReader(w, r.Body, int64(rt.cfg.MaxPayload))
 		mux.ServeHTTP(w, r)
 	})
-	return reqid.Middleware(rt.cfg.requestIDs, false, limited)
+	return reqid.Middleware(rt.cfg.RequestIDHeaders, false, limited)
 }
 
 func nonNil(s []string) []string {
@@ -233,8 +234,8 @@ func (rt *router) addWorker(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, "Worker "+u+" already exists")
 		return
 	}
-	if !workers.Probe(r.Context(), rt.probe, u+"/health", secs(rt.cfg.startupTimeout)) {
-		text(w, http.StatusBadRequest, fmt.Sprintf("Timeout %ds waiting for worker %s to become healthy", rt.cfg.startupTimeout, u))
+	if !workers.Probe(r.Context(), rt.probe, u+"/health", cli.Secs(rt.cfg.StartupTimeout)) {
+		text(w, http.StatusBadRequest, fmt.Sprintf("Timeout %ds waiting for worker %s to become healthy", rt.cfg.StartupTimeout, u))
 		return
 	}
 	rt.admit(u, 0, workers.Regular, "", "", nil)
@@ -379,7 +380,7 @@ func (rt *router) typed(route string, textOf func(map[string]any) string) http.H
 			return
 		}
 		stream, _ := obj["stream"].(bool)
-		if rt.cfg.pd {
+		if rt.cfg.PD {
 			rt.routePD(w, r, route, body, obj, stream)
 			return
 		}

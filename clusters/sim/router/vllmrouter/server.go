@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
@@ -94,13 +95,13 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	p("DEBUG: Server startup function called")
 	p("DEBUG: Initializing logging")
-	level, _ := tracelog.ParseLevel(cfg.logLevel)
+	level, _ := tracelog.ParseLevel(cfg.LogLevel)
 	log := tracelog.New(out, level)
 	p("DEBUG: Logging initialized")
 
 	p("DEBUG: Initializing Prometheus metrics")
 	m := newMetrics()
-	promLn, err := c.Listen(hostPort(cfg.promHost, cfg.promPort))
+	promLn, err := c.Listen(cli.HostPort(cfg.PromHost, cfg.PromPort))
 	if err != nil {
 		fmt.Fprintf(errw, "\nthread 'main' panicked at src/metrics.rs:343:10:\nfailed to install Prometheus metrics exporter: FailedToCreateHTTPListener(%q)\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n", err.Error())
 		return 101
@@ -116,44 +117,22 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	p("DEBUG: Prometheus metrics initialized")
 
 	log.Info(siteBanner, "Starting router on %s:%d | mode: %s | policy: %s | kv_connector: %s | max_payload: %dMB",
-		cfg.host, cfg.port, cfg.modeDebug(), cfg.policyDebug(cfg.policy), cfg.kvConnectorDebug(), cfg.maxPayload/(1024*1024))
+		cfg.Host, cfg.Port, cfg.modeDebug(), cfg.policyDebug(cfg.Policy), cfg.kvConnectorDebug(), cfg.MaxPayload/(1024*1024))
 
 	p("DEBUG: Creating HTTP client")
 	rt := &router{
 		cfg: cfg, c: c, log: log, m: m,
-		rng:     seededRand(c),
-		client:  upstream.NewClient(secs(cfg.requestTimeout)),
-		probe:   upstream.NewClient(secs(cfg.startupTimeout)),
-		boot:    time.Now(),
-		pending: map[string]discovery.Target{},
-		retryCfg: retry.Config{
-			MaxRetries:     uint32(cfg.m.Uint("retry-max-retries")),
-			InitialBackoff: cfg.m.Uint("retry-initial-backoff-ms"),
-			MaxBackoff:     cfg.m.Uint("retry-max-backoff-ms"),
-			Multiplier:     cfg.m.Float32("retry-backoff-multiplier"),
-			Jitter:         cfg.m.Float32("retry-jitter-factor"),
-		},
-		cbCfg: workers.CircuitConfig{
-			FailureThreshold: int(cfg.m.Uint("cb-failure-threshold")),
-			SuccessThreshold: int(cfg.m.Uint("cb-success-threshold")),
-			Timeout:          secs(cfg.m.Uint("cb-timeout-duration-secs")),
-		},
-		healthCfg: workers.HealthConfig{
-			Interval:         secs(cfg.m.Uint("health-check-interval-secs")),
-			Timeout:          secs(cfg.m.Uint("health-check-timeout-secs")),
-			Endpoint:         cfg.m.Value("health-check-endpoint"),
-			FailureThreshold: int(cfg.m.Uint("health-failure-threshold")),
-			SuccessThreshold: int(cfg.m.Uint("health-success-threshold")),
-		},
+		rng:       seededRand(c),
+		client:    upstream.NewClient(cli.Secs(cfg.RequestTimeout)),
+		probe:     upstream.NewClient(cli.Secs(cfg.StartupTimeout)),
+		boot:      time.Now(),
+		pending:   map[string]discovery.Target{},
+		retryCfg:  cfg.Retry(),
+		cbCfg:     cfg.Circuit(),
+		healthCfg: cfg.Health(),
 	}
 	defer upstream.Close(rt.client)
 	defer upstream.Close(rt.probe)
-	if cfg.m.Bool("disable-retries") {
-		rt.retryCfg.MaxRetries = 1
-	}
-	if cfg.m.Bool("disable-circuit-breaker") {
-		rt.cbCfg.FailureThreshold = int(^uint32(0))
-	}
 	rt.reg = workers.NewRegistry(workers.OrderRandom, rt.rng)
 	p("DEBUG: HTTP client created")
 	p("DEBUG: Creating AppContext")
@@ -165,19 +144,19 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 				log.Print(tracelog.Info, tracelog.Site{Target: r.Target, File: r.File, Line: r.Line}, r.Message)
 			}))
 	}
-	if rt.pol, err = mk(cfg.policy); err != nil {
+	if rt.pol, err = mk(cfg.Policy); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
 	rt.prefillPol, rt.decodePol = rt.pol, rt.pol
-	if cfg.prefillPolicy != nil {
-		if rt.prefillPol, err = mk(*cfg.prefillPolicy); err != nil {
+	if cfg.PrefillPolicy != nil {
+		if rt.prefillPol, err = mk(*cfg.PrefillPolicy); err != nil {
 			fmt.Fprintf(errw, "Error: %v\n", err)
 			return 1
 		}
 	}
-	if cfg.decodePolicy != nil {
-		if rt.decodePol, err = mk(*cfg.decodePolicy); err != nil {
+	if cfg.DecodePolicy != nil {
+		if rt.decodePol, err = mk(*cfg.DecodePolicy); err != nil {
 			fmt.Fprintf(errw, "Error: %v\n", err)
 			return 1
 		}
@@ -188,14 +167,14 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		go func(pol policy.Policy) { defer wg.Done(); _ = pol.Run(runCtx) }(pol)
 	}
 
-	if cfg.enableIGW {
+	if cfg.EnableIGW {
 		log.Info(siteMultiRouter, "Multi-router mode enabled (enable_igw=true)")
 	} else {
 		log.Info(siteSingleRouter, "Single router mode (enable_igw=false)")
 	}
 	// Router::new: the static workers must answer /health first.
-	m.activeWorkers.Set(float64(len(cfg.workerURLs)))
-	if len(cfg.workerURLs) > 0 && !cfg.pd {
+	m.activeWorkers.Set(float64(len(cfg.WorkerURLs)))
+	if len(cfg.WorkerURLs) > 0 && !cfg.PD {
 		if err := rt.waitStatic(ctx); err != nil {
 			fmt.Fprintf(errw, "Error: %s\n", rustfmt.Str(err.Error()))
 			return 1
@@ -208,9 +187,9 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 			m.workerHealth.WithLabelValues(w.URL()).Set(b2f(healthy))
 		})
 	}()
-	log.Info(siteHealthChecker, "Started health checker for workers with %ds interval", cfg.m.Uint("health-check-interval-secs"))
+	log.Info(siteHealthChecker, "Started health checker for workers with %ds interval", cfg.Flags.Uint("health-check-interval-secs"))
 
-	if cfg.serviceDisc {
+	if cfg.ServiceDiscovery {
 		if c.Pods == nil {
 			log.Error(siteSDFailed, "Failed to start service discovery: no Kubernetes API available")
 		} else {
@@ -222,7 +201,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	}
 	log.Info(siteRouterReady, "Router ready | workers: %s", rustfmt.StrVec(rt.reg.URLs()))
 
-	addr := hostPort(cfg.host, cfg.port)
+	addr := cli.HostPort(cfg.Host, cfg.Port)
 	ln, err := c.Listen(addr)
 	if err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
@@ -275,11 +254,11 @@ func b2f(b bool) float64 {
 // waitStatic is Router::new's wait_for_healthy_workers for --worker-urls:
 // at least one must answer /health, then all are registered.
 func (rt *router) waitStatic(ctx context.Context) error {
-	deadline := time.Now().Add(secs(rt.cfg.startupTimeout))
+	deadline := time.Now().Add(cli.Secs(rt.cfg.StartupTimeout))
 	for {
-		for _, u := range rt.cfg.workerURLs {
+		for _, u := range rt.cfg.WorkerURLs {
 			if workers.Probe(ctx, rt.probe, u+"/health", 2*time.Second) {
-				for _, u := range rt.cfg.workerURLs {
+				for _, u := range rt.cfg.WorkerURLs {
 					rt.admit(u, 0, workers.Regular, "", "", nil)
 				}
 				return nil
@@ -287,9 +266,9 @@ func (rt *router) waitStatic(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("Timeout %ds waiting for hosts %s to become healthy. Please set --router-worker-startup-timeout-secs (vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value",
-				rt.cfg.startupTimeout, rustfmt.StrVec(rt.cfg.workerURLs))
+				rt.cfg.StartupTimeout, rustfmt.StrVec(rt.cfg.WorkerURLs))
 		}
-		if !sleepCtx(ctx, secs(rt.cfg.startupInterval)) {
+		if !sleepCtx(ctx, cli.Secs(rt.cfg.StartupInterval)) {
 			return ctx.Err()
 		}
 	}
@@ -307,12 +286,12 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 func (rt *router) logDiscoveryStart() {
-	if rt.cfg.pd {
+	if rt.cfg.PD {
 		rt.log.Info(siteSDStart, "Starting K8s service discovery | PD mode | prefill: '%s' | decode: '%s'",
-			joinSelector(rt.cfg.prefillSel), joinSelector(rt.cfg.decodeSel))
+			joinSelector(rt.cfg.PrefillSelector), joinSelector(rt.cfg.DecodeSelector))
 		return
 	}
-	rt.log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", joinSelector(rt.cfg.selector))
+	rt.log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", joinSelector(rt.cfg.Selector))
 }
 
 // joinSelector renders a selector map as k=v joined by ",". The source
@@ -331,19 +310,7 @@ func joinSelector(m map[string]string) string {
 }
 
 func (rt *router) runDiscovery(ctx context.Context) {
-	ns := ""
-	if rt.cfg.sdNamespace != "" {
-		ns = rt.cfg.sdNamespace
-	}
-	discovery.Run(ctx, rt.c.Pods, discovery.Config{
-		Namespace:           ns,
-		Selector:            rt.cfg.selector,
-		PD:                  rt.cfg.pd,
-		PrefillSelector:     rt.cfg.prefillSel,
-		DecodeSelector:      rt.cfg.decodeSel,
-		Port:                int(rt.cfg.sdPort),
-		BootstrapAnnotation: "vllm.ai/bootstrap-port",
-	}, discovery.Hooks{
+	discovery.Run(ctx, rt.c.Pods, rt.cfg.Discovery("vllm.ai/bootstrap-port"), discovery.Hooks{
 		Adding: func(t discovery.Target) {
 			rt.log.Info(siteAddingPod, "Adding pod: %s | type: %s | url: %s", t.Pod.Name, t.PodTypeDebug(), t.URL)
 		},
@@ -367,9 +334,9 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 		delete(rt.pending, t.URL)
 		rt.mu.Unlock()
 	}()
-	deadline := time.Now().Add(secs(rt.cfg.startupTimeout))
+	deadline := time.Now().Add(cli.Secs(rt.cfg.StartupTimeout))
 	for {
-		if workers.Probe(ctx, rt.probe, t.URL+"/health", secs(rt.cfg.startupTimeout)) {
+		if workers.Probe(ctx, rt.probe, t.URL+"/health", cli.Secs(rt.cfg.StartupTimeout)) {
 			break
 		}
 		if ctx.Err() != nil {
@@ -377,10 +344,10 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 		}
 		if time.Now().After(deadline) {
 			rt.log.Error(siteStartupWait, "Timeout %ds waiting for worker %s to become healthy. Please set --router-worker-startup-timeout-secs (vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value",
-				rt.cfg.startupTimeout, t.URL)
+				rt.cfg.StartupTimeout, t.URL)
 			return
 		}
-		if !sleepCtx(ctx, secs(rt.cfg.startupInterval)) {
+		if !sleepCtx(ctx, cli.Secs(rt.cfg.StartupInterval)) {
 			return
 		}
 	}
