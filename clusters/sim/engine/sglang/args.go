@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/argparse"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
 )
 
 // Version is the SGLang release the program imitates.
@@ -241,9 +242,9 @@ func parseArgs(argv []string) (*config, error) {
 // serverArgsRepr is the start-up "server_args=ServerArgs(...)" line body.
 func (c *config) serverArgsRepr() string {
 	fields := []string{
-		fmt.Sprintf("model_path=%s", pyStr(c.modelPath)),
-		fmt.Sprintf("tokenizer_path=%s", pyStr(c.modelPath)),
-		fmt.Sprintf("host=%s", pyStr(c.host)),
+		fmt.Sprintf("model_path=%s", pyrepr.Str(c.modelPath)),
+		fmt.Sprintf("tokenizer_path=%s", pyrepr.Str(c.modelPath)),
+		fmt.Sprintf("host=%s", pyrepr.Str(c.host)),
 		fmt.Sprintf("port=%d", c.port),
 		fmt.Sprintf("mem_fraction_static=%s", pyFloat(c.memFraction)),
 		fmt.Sprintf("max_running_requests=%d", c.maxRunning),
@@ -252,12 +253,12 @@ func (c *config) serverArgsRepr() string {
 		fmt.Sprintf("tp_size=%d", c.tp),
 		fmt.Sprintf("pp_size=%d", c.pp),
 		fmt.Sprintf("dp_size=%d", c.dp),
-		fmt.Sprintf("served_model_name=%s", pyStr(c.servedName)),
-		fmt.Sprintf("enable_metrics=%s", pyBool(c.metrics)),
-		fmt.Sprintf("enable_cache_report=%s", pyBool(c.cacheReport)),
-		fmt.Sprintf("disable_radix_cache=%s", pyBool(c.noRadix)),
-		fmt.Sprintf("disaggregation_mode=%s", pyStr(c.disaggMode)),
-		fmt.Sprintf("log_level=%s", pyStr(c.logLevel)),
+		fmt.Sprintf("served_model_name=%s", pyrepr.Str(c.servedName)),
+		fmt.Sprintf("enable_metrics=%s", pyrepr.Bool(c.metrics)),
+		fmt.Sprintf("enable_cache_report=%s", pyrepr.Bool(c.cacheReport)),
+		fmt.Sprintf("disable_radix_cache=%s", pyrepr.Bool(c.noRadix)),
+		fmt.Sprintf("disaggregation_mode=%s", pyrepr.Str(c.disaggMode)),
+		fmt.Sprintf("log_level=%s", pyrepr.Str(c.logLevel)),
 	}
 	var extra []string
 	for k, v := range c.given {
@@ -267,22 +268,8 @@ func (c *config) serverArgsRepr() string {
 			"disable_radix_cache", "disaggregation_mode", "log_level", "api_key":
 			continue
 		}
-		extra = append(extra, fmt.Sprintf("%s=%s", k, pyStr(v)))
+		extra = append(extra, fmt.Sprintf("%s=%s", k, pyrepr.Str(v)))
 	}
 	sort.Strings(extra)
 	return strings.Join(append(fields, extra...), ", ")
-}
-
-func pyStr(s string) string {
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		return `"` + s + `"`
-	}
-	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
-}
-
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
 }

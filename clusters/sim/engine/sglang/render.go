@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
 )
@@ -151,7 +152,7 @@ func validationMessage(errs []openai.FieldError) string {
 			if _, err := strconv.Atoi(l); err == nil {
 				loc[j] = l
 			} else {
-				loc[j] = pyStr(l)
+				loc[j] = pyrepr.Str(l)
 			}
 		}
 		locRepr := "(" + strings.Join(loc, ", ")
@@ -159,9 +160,9 @@ func validationMessage(errs []openai.FieldError) string {
 			locRepr += ","
 		}
 		locRepr += ")"
-		s := "{'type': " + pyStr(e.Type) + ", 'loc': " + locRepr + ", 'msg': " + pyStr(e.Msg) + ", 'input': " + pyStr(e.Input)
+		s := "{'type': " + pyrepr.Str(e.Type) + ", 'loc': " + locRepr + ", 'msg': " + pyrepr.Str(e.Msg) + ", 'input': " + pyrepr.Str(e.Input)
 		if e.Ctx != "" {
-			s += ", 'ctx': {'error': " + pyStr(e.Ctx) + "}"
+			s += ", 'ctx': {'error': " + pyrepr.Str(e.Ctx) + "}"
 		}
 		items[i] = s + "}"
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/argparse"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
 )
 
 // Version is the vLLM release the program imitates (the operator's runner
@@ -298,7 +299,7 @@ func parseArgs(argv []string) (*config, error) {
 // nonDefaultArgs renders the options given on the command line the way
 // vLLM's "non-default args: {...}" log line shows them.
 func nonDefaultArgs(r *ap.Result, p *ap.Parser, c *config) []string {
-	out := []string{fmt.Sprintf("'model_tag': %s", pyStr(c.model))}
+	out := []string{fmt.Sprintf("'model_tag': %s", pyrepr.Str(c.model))}
 	seen := map[string]bool{}
 	for _, o := range p.Options {
 		if !r.Has(o.Dest) || seen[o.Dest] {
@@ -308,13 +309,13 @@ func nonDefaultArgs(r *ap.Result, p *ap.Parser, c *config) []string {
 		var v string
 		switch o.Action {
 		case ap.BoolOptional, ap.StoreTrue:
-			v = pyBool(r.Bool(o.Dest, false))
+			v = pyrepr.Bool(r.Bool(o.Dest, false))
 		default:
 			if o.Nargs == ap.OneOrMore {
 				vs := r.Strings(o.Dest)
 				q := make([]string, len(vs))
 				for i, s := range vs {
-					q[i] = pyStr(s)
+					q[i] = pyrepr.Str(s)
 				}
 				v = "[" + strings.Join(q, ", ") + "]"
 			} else {
@@ -322,26 +323,12 @@ func nonDefaultArgs(r *ap.Result, p *ap.Parser, c *config) []string {
 				if _, err := strconv.Atoi(s); err == nil {
 					v = s
 				} else {
-					v = pyStr(s)
+					v = pyrepr.Str(s)
 				}
 			}
 		}
-		out = append(out, fmt.Sprintf("%s: %s", pyStr(o.Dest), v))
+		out = append(out, fmt.Sprintf("%s: %s", pyrepr.Str(o.Dest), v))
 	}
-	out = append(out, fmt.Sprintf("'model': %s", pyStr(c.model)))
+	out = append(out, fmt.Sprintf("'model': %s", pyrepr.Str(c.model)))
 	return out
-}
-
-func pyStr(s string) string {
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		return `"` + s + `"`
-	}
-	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
-}
-
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
 }

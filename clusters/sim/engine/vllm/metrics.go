@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/sched"
 )
 
@@ -160,7 +161,7 @@ func newMetrics(c *config) *metrics {
 		{"is_attention_free", "False"},
 		{"num_gpu_blocks_override", noneOrInt(c.blocksOverr)},
 		{"sliding_window", "None"},
-		{"enable_prefix_caching", pyBool(c.prefixCaching)},
+		{"enable_prefix_caching", pyrepr.Bool(c.prefixCaching)},
 		{"prefix_caching_hash_algo", "sha256"},
 		{"cpu_offload_gb", "0"},
 		{"calculate_kv_scales", "False"},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
 )
 
@@ -166,16 +167,16 @@ func validationMessage(errs []openai.FieldError) (string, string) {
 	b.WriteString(":")
 	for _, e := range errs {
 		b.WriteString("\n  {'type': ")
-		b.WriteString(pyStr(e.Type))
+		b.WriteString(pyrepr.Str(e.Type))
 		b.WriteString(", 'loc': ")
-		b.WriteString(pyStr(strings.Join(e.Loc, ".")))
+		b.WriteString(pyrepr.Str(strings.Join(e.Loc, ".")))
 		b.WriteString(", 'msg': ")
-		b.WriteString(pyStr(e.Msg))
+		b.WriteString(pyrepr.Str(e.Msg))
 		b.WriteString(", 'input': ")
-		b.WriteString(pyStr(e.Input))
+		b.WriteString(pyrepr.Str(e.Input))
 		if e.Ctx != "" {
 			b.WriteString(", 'ctx': {'error': ")
-			b.WriteString(pyStr(e.Ctx))
+			b.WriteString(pyrepr.Str(e.Ctx))
 			b.WriteString("}")
 		}
 		b.WriteString("}")
