@@ -164,3 +164,14 @@ func TestReadRequestRefusesOtherMediaTypesAndOversizedBodies(t *testing.T) {
 		t.Fatalf("good request %+v %v", req, err)
 	}
 }
+
+func TestResponseHeadAndUsageCountsInDeclaredOrder(t *testing.T) {
+	b := AppendHead(nil, "chatcmpl-1", "chat.completion", 1700000000, `m "q"`)
+	if got := string(append(b, '}')); got != `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m \"q\""}` {
+		t.Fatalf("head %s", got)
+	}
+	b = AppendUsageCounts(nil, 12, 5)
+	if got := string(append(b, '}')); got != `{"prompt_tokens":12,"total_tokens":17,"completion_tokens":5}` {
+		t.Fatalf("usage %s", got)
+	}
+}

@@ -19,12 +19,7 @@ type usage struct {
 
 // appendUsage is UsageInfo serialized with nulls.
 func appendUsage(b []byte, u usage) []byte {
-	b = append(b, `{"prompt_tokens":`...)
-	b = jsonw.Int(b, u.prompt)
-	b = append(b, `,"total_tokens":`...)
-	b = jsonw.Int(b, u.prompt+u.completion)
-	b = append(b, `,"completion_tokens":`...)
-	b = jsonw.Int(b, u.completion)
+	b = openai.AppendUsageCounts(b, u.prompt, u.completion)
 	b = append(b, `,"prompt_tokens_details":`...)
 	if u.report && u.cached > 0 {
 		b = append(b, `{"cached_tokens":`...)
@@ -36,19 +31,8 @@ func appendUsage(b []byte, u usage) []byte {
 	return append(b, '}')
 }
 
-func appendHead(b []byte, id, object string, created int64, model string) []byte {
-	b = append(b, `{"id":`...)
-	b = jsonw.String(b, id)
-	b = append(b, `,"object":`...)
-	b = jsonw.String(b, object)
-	b = append(b, `,"created":`...)
-	b = strconv.AppendInt(b, created, 10)
-	b = append(b, `,"model":`...)
-	return jsonw.String(b, model)
-}
-
-// matchedStop is what SGLang reports as matched_stop: the end-of-turn token
-// id on a stop, null on length.
+// appendMatchedStop is what SGLang reports as matched_stop: the end-of-turn
+// token id on a stop, null on length or while unfinished.
 func appendMatchedStop(b []byte, finish string) []byte {
 	if finish == openai.FinishStop {
 		return strconv.AppendUint(b, uint64(tokenize.IMEnd), 10)
@@ -57,23 +41,25 @@ func appendMatchedStop(b []byte, finish string) []byte {
 }
 
 func appendChatResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
-	b = appendHead(b, id, "chat.completion", created, model)
+	b = openai.AppendHead(b, id, "chat.completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	b = jsonw.String(b, text)
-	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":`...)
-	b = jsonw.String(b, finish)
-	b = append(b, `,"matched_stop":`...)
-	b = appendMatchedStop(b, finish)
-	b = append(b, `,"hidden_states":null}],"usage":`...)
-	b = appendUsage(b, u)
-	return append(b, `,"metadata":{"weight_version":"default"}}`...)
+	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
+	return appendResponseEnd(b, finish, u)
 }
 
 func appendCompletionResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
-	b = appendHead(b, id, "text_completion", created, model)
+	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
-	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = append(b, `,"logprobs":null`...)
+	return appendResponseEnd(b, finish, u)
+}
+
+// appendResponseEnd closes a response's one choice (finish_reason,
+// matched_stop, hidden_states) and adds usage and metadata.
+func appendResponseEnd(b []byte, finish string, u usage) []byte {
+	b = append(b, `,"finish_reason":`...)
 	b = jsonw.String(b, finish)
 	b = append(b, `,"matched_stop":`...)
 	b = appendMatchedStop(b, finish)
@@ -86,7 +72,7 @@ func appendCompletionResponse(b []byte, id string, created int64, model, text, f
 // field present, nulls included). role != "" makes the role chunk; finish
 // == "" writes finish_reason null; final writes an empty delta.
 func appendChatChunk(b []byte, id string, created int64, model, role, content string, final bool, finish string) []byte {
-	b = appendHead(b, id, "chat.completion.chunk", created, model)
+	b = openai.AppendHead(b, id, "chat.completion.chunk", created, model)
 	b = append(b, `,"choices":[{"index":0,"delta":{"role":`...)
 	b = jsonw.NullOrString(b, role)
 	b = append(b, `,"content":`...)
@@ -95,34 +81,30 @@ func appendChatChunk(b []byte, id string, created int64, model, role, content st
 	} else {
 		b = jsonw.String(b, content)
 	}
-	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":`...)
-	b = jsonw.NullOrString(b, finish)
-	b = append(b, `,"matched_stop":`...)
-	if finish != "" {
-		b = appendMatchedStop(b, finish)
-	} else {
-		b = append(b, "null"...)
-	}
-	return append(b, `}],"usage":null}`...)
+	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
+	return appendChunkEnd(b, finish)
 }
 
 func appendCompletionChunk(b []byte, id string, created int64, model, text string, final bool, finish string) []byte {
-	b = appendHead(b, id, "text_completion", created, model)
+	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
-	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = append(b, `,"logprobs":null`...)
+	return appendChunkEnd(b, finish)
+}
+
+// appendChunkEnd closes a chunk's one choice (finish_reason and matched_stop
+// null until it finishes) and adds "usage": null.
+func appendChunkEnd(b []byte, finish string) []byte {
+	b = append(b, `,"finish_reason":`...)
 	b = jsonw.NullOrString(b, finish)
 	b = append(b, `,"matched_stop":`...)
-	if finish != "" {
-		b = appendMatchedStop(b, finish)
-	} else {
-		b = append(b, "null"...)
-	}
+	b = appendMatchedStop(b, finish)
 	return append(b, `}],"usage":null}`...)
 }
 
 func appendUsageChunk(b []byte, id, object string, created int64, model string, u usage) []byte {
-	b = appendHead(b, id, object, created, model)
+	b = openai.AppendHead(b, id, object, created, model)
 	b = append(b, `,"choices":[],"usage":`...)
 	b = appendUsage(b, u)
 	return append(b, '}')

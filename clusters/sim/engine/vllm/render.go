@@ -22,12 +22,7 @@ type usage struct {
 // absent (model_dump of a full response); stream usage chunks are dumped
 // with exclude_none and omit it.
 func appendUsage(b []byte, u usage, withNull bool) []byte {
-	b = append(b, `{"prompt_tokens":`...)
-	b = jsonw.Int(b, u.prompt)
-	b = append(b, `,"total_tokens":`...)
-	b = jsonw.Int(b, u.prompt+u.completion)
-	b = append(b, `,"completion_tokens":`...)
-	b = jsonw.Int(b, u.completion)
+	b = openai.AppendUsageCounts(b, u.prompt, u.completion)
 	switch {
 	case u.details && u.cached > 0:
 		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
@@ -39,21 +34,10 @@ func appendUsage(b []byte, u usage, withNull bool) []byte {
 	return append(b, '}')
 }
 
-func appendHead(b []byte, id, object string, created int64, model string) []byte {
-	b = append(b, `{"id":`...)
-	b = jsonw.String(b, id)
-	b = append(b, `,"object":`...)
-	b = jsonw.String(b, object)
-	b = append(b, `,"created":`...)
-	b = strconv.AppendInt(b, created, 10)
-	b = append(b, `,"model":`...)
-	return jsonw.String(b, model)
-}
-
 // appendChatResponse is a non-streaming chat.completion (model_dump: nulls
 // present).
 func appendChatResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
-	b = appendHead(b, id, "chat.completion", created, model)
+	b = openai.AppendHead(b, id, "chat.completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,"finish_reason":`...)
@@ -65,7 +49,7 @@ func appendChatResponse(b []byte, id string, created int64, model, text, finish 
 
 // appendCompletionResponse is a non-streaming text_completion.
 func appendCompletionResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
-	b = appendHead(b, id, "text_completion", created, model)
+	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
@@ -88,7 +72,7 @@ const (
 // appendChatChunk writes a chat.completion.chunk with one choice.
 // continuous is the running usage for stream_options.continuous_usage_stats.
 func appendChatChunk(b []byte, id string, created int64, model string, kind chunkKind, text, finish string, continuous *usage) []byte {
-	b = appendHead(b, id, "chat.completion.chunk", created, model)
+	b = openai.AppendHead(b, id, "chat.completion.chunk", created, model)
 	b = append(b, `,"choices":[{"index":0,"delta":{`...)
 	switch kind {
 	case chunkRole:
@@ -115,7 +99,7 @@ func appendChatChunk(b []byte, id string, created int64, model string, kind chun
 // appendCompletionChunk writes a text_completion stream chunk (vLLM dumps
 // these without exclude_unset, so every field is present).
 func appendCompletionChunk(b []byte, id string, created int64, model, text, finish string, continuous *usage) []byte {
-	b = appendHead(b, id, "text_completion", created, model)
+	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
@@ -131,7 +115,7 @@ func appendCompletionChunk(b []byte, id string, created int64, model, text, fini
 
 // appendUsageChunk is the final stream chunk with choices [] and usage.
 func appendUsageChunk(b []byte, id, object string, created int64, model string, u usage) []byte {
-	b = appendHead(b, id, object, created, model)
+	b = openai.AppendHead(b, id, object, created, model)
 	b = append(b, `,"choices":[],"usage":`...)
 	b = appendUsage(b, u, false)
 	return append(b, '}')
