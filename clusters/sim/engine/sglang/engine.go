@@ -125,14 +125,14 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result)
 		if tok != nil {
 			if firstOut.IsZero() {
 				if recordTTFT {
-					tok.ttftH().Observe(now.Sub(s.arrival).Seconds())
+					tok.ttft.get().Observe(now.Sub(s.arrival).Seconds())
 				}
 			} else if k := upto - lastCount; k > 0 {
 				// observe_inter_token_latency: the raw interval once in the
 				// sum, num_new_tokens in the bucket of interval/num_new_tokens.
 				gap := now.Sub(lastOut).Seconds() / float64(k)
 				for range k {
-					tok.itlH().Observe(gap)
+					tok.itl.get().Observe(gap)
 				}
 			}
 		}
@@ -181,20 +181,20 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result)
 		tokenize.PutIDs(ip)
 	}
 	if tok != nil {
-		tok.promptC().Add(float64(p))
-		tok.genC().Add(float64(n))
+		tok.prompt.get().Add(float64(p))
+		tok.gen.get().Add(float64(n))
 		if res.cached > 0 {
-			tok.cachedC().Add(float64(res.cached))
+			tok.cached.get().Add(float64(res.cached))
 		}
-		tok.requestsC().Inc()
-		tok.e2eH().Observe(end.Sub(s.arrival).Seconds())
+		tok.requests.get().Inc()
+		tok.e2e.get().Observe(end.Sub(s.arrival).Seconds())
 	}
 	return res, nil
 }
 
 func (e *engine) abortMetrics(s *seq) {
 	if e.m != nil && s.counted {
-		e.m.tokenizer(s.labels).abortedC().Inc()
+		e.m.tokenizer(s.labels).aborted.get().Inc()
 	}
 }
 

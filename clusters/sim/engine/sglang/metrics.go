@@ -63,53 +63,44 @@ type metrics struct {
 	rtCompute, rtCache, rtDecode prometheus.Counter
 }
 
-// tokChildren are one tokenizer label set's series. Each child is created on
-// its first use, as prometheus_client's .labels() does, so a series appears
-// only once something was recorded in it (TTFT at a first token,
-// num_requests_total at a first finished request, ...).
+// tokChildren are one tokenizer label set's series, each created on its
+// first use, so a series appears only once something was recorded in it
+// (TTFT at a first token, num_requests_total at a first finished request,
+// ...).
 type tokChildren struct {
-	m      *metrics
+	prompt, gen, requests, cached, aborted lazyChild[prometheus.Counter]
+	ttft, itl, e2e                         lazyChild[prometheus.Observer]
+}
+
+func newTokChildren(m *metrics, values []string) *tokChildren {
+	c := &tokChildren{}
+	c.prompt.init(m.promptTokens, values)
+	c.gen.init(m.genTokens, values)
+	c.requests.init(m.requests, values)
+	c.cached.init(m.cachedTokens, values)
+	c.aborted.init(m.aborted, values)
+	c.ttft.init(m.ttft, values)
+	c.itl.init(m.itl, values)
+	c.e2e.init(m.e2e, values)
+	return c
+}
+
+// lazyChild is one labelled child of vec, created on the first get as
+// prometheus_client's .labels() creates it.
+type lazyChild[T any] struct {
+	vec    interface{ WithLabelValues(...string) T }
 	values []string
-
-	promptOnce, genOnce, reqOnce, cachedOnce, abortOnce sync.Once
-	ttftOnce, itlOnce, e2eOnce                          sync.Once
-	prompt, gen, requests, cached, aborted              prometheus.Counter
-	ttft, itl, e2e                                      prometheus.Observer
+	once   sync.Once
+	child  T
 }
 
-func lazyCounter(once *sync.Once, dst *prometheus.Counter, v *prometheus.CounterVec, values []string) prometheus.Counter {
-	once.Do(func() { *dst = v.WithLabelValues(values...) })
-	return *dst
+func (l *lazyChild[T]) init(vec interface{ WithLabelValues(...string) T }, values []string) {
+	l.vec, l.values = vec, values
 }
 
-func lazyObserver(once *sync.Once, dst *prometheus.Observer, v *prometheus.HistogramVec, values []string) prometheus.Observer {
-	once.Do(func() { *dst = v.WithLabelValues(values...) })
-	return *dst
-}
-
-func (c *tokChildren) promptC() prometheus.Counter {
-	return lazyCounter(&c.promptOnce, &c.prompt, c.m.promptTokens, c.values)
-}
-func (c *tokChildren) genC() prometheus.Counter {
-	return lazyCounter(&c.genOnce, &c.gen, c.m.genTokens, c.values)
-}
-func (c *tokChildren) requestsC() prometheus.Counter {
-	return lazyCounter(&c.reqOnce, &c.requests, c.m.requests, c.values)
-}
-func (c *tokChildren) cachedC() prometheus.Counter {
-	return lazyCounter(&c.cachedOnce, &c.cached, c.m.cachedTokens, c.values)
-}
-func (c *tokChildren) abortedC() prometheus.Counter {
-	return lazyCounter(&c.abortOnce, &c.aborted, c.m.aborted, c.values)
-}
-func (c *tokChildren) ttftH() prometheus.Observer {
-	return lazyObserver(&c.ttftOnce, &c.ttft, c.m.ttft, c.values)
-}
-func (c *tokChildren) itlH() prometheus.Observer {
-	return lazyObserver(&c.itlOnce, &c.itl, c.m.itl, c.values)
-}
-func (c *tokChildren) e2eH() prometheus.Observer {
-	return lazyObserver(&c.e2eOnce, &c.e2e, c.m.e2e, c.values)
+func (l *lazyChild[T]) get() T {
+	l.once.Do(func() { l.child = l.vec.WithLabelValues(l.values...) })
+	return l.child
 }
 
 func newMetrics(c *config) *metrics {
@@ -204,7 +195,7 @@ func (m *metrics) tokenizer(hdr string) *tokChildren {
 	if ch, ok := m.children[key]; ok {
 		return ch
 	}
-	ch := &tokChildren{m: m, values: values}
+	ch := newTokChildren(m, values)
 	m.children[key] = ch
 	return ch
 }
