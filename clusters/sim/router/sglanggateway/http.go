@@ -58,7 +58,7 @@ func (rt *router) handler() http.Handler {
 	get("/get_server_info", rt.serverInfo)
 	get("/get_loads", rt.getLoads)
 	get("/workers", rt.listWorkers)
-	get(observer.Path, observer.Handler(rt.boot, rt.observe).ServeHTTP)
+	get(observer.Path, observer.Handler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
 
 	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -278,26 +278,6 @@ func (rt *router) listWorkers(w http.ResponseWriter, r *http.Request) {
 	writeRaw(w, http.StatusOK, b)
 }
 
-func (rt *router) observe() (uint64, []observer.Worker) {
-	var out []observer.Worker
-	for _, wk := range rt.reg.All() {
-		open := wk.CircuitOpen()
-		out = append(out, observer.Worker{
-			URL: wk.URL(), Port: wk.Port(), Role: string(wk.Role()), PodHint: wk.PodName, WorkerID: wk.ID,
-			Selection: observer.Selection{Registered: true, Healthy: wk.Healthy(), CircuitOpen: open, InSelection: wk.Healthy() && !open},
-		})
-	}
-	rt.mu.Lock()
-	for _, t := range rt.pending {
-		if rt.reg.Get(t.URL) != nil {
-			continue
-		}
-		out = append(out, observer.Worker{URL: t.URL, Port: t.Port, Role: string(t.Role), PodHint: t.Pod.Name})
-	}
-	rt.mu.Unlock()
-	return rt.reg.Revision(), out
-}
-
 // forwardHeaders keeps only the headers SG forwards to workers.
 func forwardHeaders(in http.Header) http.Header {
 	out := http.Header{}
@@ -508,19 +488,9 @@ func (rt *router) branch(pol policy.Policy, d policy.Decision) {
 	}
 }
 
+// recordOutcome feeds the circuit breaker: SG counts only 2xx as success.
 func (rt *router) recordOutcome(w *workers.Worker, status int) {
-	ok := status/100 == 2
-	from, to, changed := w.RecordOutcome(ok)
-	o := "failure"
-	if ok {
-		o = "success"
-	}
-	rt.m.cbOutcomes.WithLabelValues(w.URL(), o).Inc()
-	if changed {
-		rt.m.cbTransitions.WithLabelValues(w.URL(), from.String(), to.String()).Inc()
-		rt.m.cbState.WithLabelValues(w.URL()).Set(float64(to))
-		rt.reg.Bump()
-	}
+	rt.m.cb.Record(rt.reg, w, status/100 == 2)
 }
 
 // routeRegular is the HTTP regular router's route_typed_request.
@@ -577,15 +547,15 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 	if len(avail) == 0 {
 		return smgError(http.StatusServiceUnavailable, "no_available_workers", errNoWorkers)
 	}
-	d := rt.pol.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header, Model: model})
-	rt.branch(rt.pol, d)
+	d := rt.pols.Regular.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header, Model: model})
+	rt.branch(rt.pols.Regular, d)
 	if d.Index < 0 || d.Index >= len(avail) {
 		return smgError(http.StatusServiceUnavailable, "no_available_workers", errNoWorkers)
 	}
 	wk := avail[d.Index]
-	rt.selected("regular", model, rt.pol)
+	rt.selected("regular", model, rt.pols.Regular)
 	release := func() {}
-	if rt.pol.Name() == policy.CacheAware {
+	if rt.pols.Regular.Name() == policy.CacheAware {
 		rt.m.requestsActive.WithLabelValues(wk.URL()).Set(float64(wk.IncLoad()))
 		released := false
 		release = func() {

@@ -70,7 +70,7 @@ func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
 // every --worker-startup-check-interval and push them to those policies.
 func (rt *router) runLoadMonitor(ctx context.Context) {
 	var p2 []policy.LoadUpdater
-	for _, p := range []policy.Policy{rt.pol, rt.prefillPol, rt.decodePol} {
+	for _, p := range []policy.Policy{rt.pols.Regular, rt.pols.Prefill, rt.pols.Decode} {
 		if lu, ok := p.(policy.LoadUpdater); ok && p.Name() == policy.PowerOfTwo {
 			p2 = append(p2, lu)
 		}

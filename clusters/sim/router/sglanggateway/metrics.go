@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 )
 
 // metrics are sgl-model-gateway's series (src/observability/metrics.rs;
@@ -30,9 +31,6 @@ type metrics struct {
 	selection        *prometheus.CounterVec
 	workerErrors     *prometheus.CounterVec
 	manualEntries    *promexp.Gauge
-	cbState          *prometheus.GaugeVec
-	cbTransitions    *prometheus.CounterVec
-	cbOutcomes       *prometheus.CounterVec
 	cbFailures       *prometheus.GaugeVec
 	cbSuccesses      *prometheus.GaugeVec
 	retries          *prometheus.CounterVec
@@ -43,6 +41,7 @@ type metrics struct {
 	discWorkers      *prometheus.GaugeVec
 	manualBranch     *prometheus.CounterVec
 	prefixBranch     *prometheus.CounterVec
+	cb               routerbase.CircuitSeries
 }
 
 func newMetrics() *metrics {
@@ -63,9 +62,6 @@ func newMetrics() *metrics {
 		selection:        promexp.CounterVec(r, "smg_worker_selection_total", "Worker selection events by worker_type, connection_mode, model, policy", "worker_type", "connection_mode", "model", "policy"),
 		workerErrors:     promexp.CounterVec(r, "smg_worker_errors_total", "Worker-level errors by worker_type, connection_mode, error_type", "worker_type", "connection_mode", "error_type"),
 		manualEntries:    promexp.NewGauge(r, "smg_manual_policy_cache_entries", "Number of routing entries in manual policy cache"),
-		cbState:          promexp.GaugeVec(r, "smg_worker_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
-		cbTransitions:    promexp.CounterVec(r, "smg_worker_cb_transitions_total", "Circuit breaker state transitions by worker, from, to", "worker", "from", "to"),
-		cbOutcomes:       promexp.CounterVec(r, "smg_worker_cb_outcomes_total", "Circuit breaker outcomes by worker and outcome (success/failure)", "worker", "outcome"),
 		cbFailures:       promexp.GaugeVec(r, "smg_worker_cb_consecutive_failures", "Current consecutive failure count per worker", "worker"),
 		cbSuccesses:      promexp.GaugeVec(r, "smg_worker_cb_consecutive_successes", "Current consecutive success count per worker", "worker"),
 		retries:          promexp.CounterVec(r, "smg_worker_retries_total", "Total retry attempts by worker_type and endpoint", "worker_type", "endpoint"),
@@ -76,6 +72,11 @@ func newMetrics() *metrics {
 		discWorkers:      promexp.GaugeVec(r, "smg_discovery_workers_discovered", "Workers known via discovery by source", "source"),
 		manualBranch:     promexp.CounterVec(r, "smg_manual_policy_branch_total", "", "branch"),
 		prefixBranch:     promexp.CounterVec(r, "smg_prefix_hash_policy_branch_total", "", "branch"),
+		cb: routerbase.CircuitSeries{
+			State:       promexp.GaugeVec(r, "smg_worker_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
+			Transitions: promexp.CounterVec(r, "smg_worker_cb_transitions_total", "Circuit breaker state transitions by worker, from, to", "worker", "from", "to"),
+			Outcomes:    promexp.CounterVec(r, "smg_worker_cb_outcomes_total", "Circuit breaker outcomes by worker and outcome (success/failure)", "worker", "outcome"),
+		},
 	}
 }
 

@@ -79,16 +79,16 @@ func (rt *router) pdPick(pol policy.Policy, role workers.Role, r *http.Request, 
 }
 
 func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, hdr http.Header, txt, model string, stream bool) outcome {
-	pre, msg := rt.pdPick(rt.prefillPol, workers.Prefill, r, txt, model)
+	pre, msg := rt.pdPick(rt.pols.Prefill, workers.Prefill, r, txt, model)
 	if pre == nil {
 		return smgError(http.StatusServiceUnavailable, "server_selection_failed", msg)
 	}
-	dec, msg := rt.pdPick(rt.decodePol, workers.Decode, r, txt, model)
+	dec, msg := rt.pdPick(rt.pols.Decode, workers.Decode, r, txt, model)
 	if dec == nil {
 		return smgError(http.StatusServiceUnavailable, "server_selection_failed", msg)
 	}
-	rt.selected("prefill", model, rt.prefillPol)
-	rt.selected("decode", model, rt.decodePol)
+	rt.selected("prefill", model, rt.pols.Prefill)
+	rt.selected("decode", model, rt.pols.Decode)
 
 	req := make(map[string]any, len(obj)+3)
 	for k, v := range obj {

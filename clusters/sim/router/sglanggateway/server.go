@@ -3,22 +3,16 @@ package sglanggateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
@@ -72,83 +66,47 @@ type router struct {
 	client *http.Client
 	probe  *http.Client
 
-	// pol is the default (regular) policy; prefillPol and decodePol the PD
-	// router's own instances.
-	pol, prefillPol, decodePol policy.Policy
+	// pols: the default (regular) router's policy and the PD router's own
+	// instances.
+	pols routerbase.Policies
 
 	retryCfg  retry.Config
 	cbCfg     workers.CircuitConfig
 	healthCfg workers.HealthConfig
 	boot      time.Time
-
-	mu      sync.Mutex
-	pending map[string]discovery.Target
-}
-
-type lockedSource struct {
-	mu  sync.Mutex
-	src *rand.Rand
-}
-
-func (l *lockedSource) Uint64() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.src.Uint64()
-}
-
-func seededRand(c *proc.Container) *rand.Rand {
-	if s, ok := c.Env["SIM_ROUTER_SEED"]; ok {
-		if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64); err == nil {
-			return rand.New(rand.NewPCG(n, n^0x9e3779b97f4a7c15))
-		}
-	}
-	return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	pending   routerbase.Pending
 }
 
 func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.Writer) int {
 	level, _ := tracelog.ParseLevel(cfg.LogLevel)
 	log := tracelog.New(out, level)
 	m := newMetrics()
-	promLn, err := c.Listen(cli.HostPort(cfg.PromHost, cfg.PromPort))
-	if err != nil {
-		fmt.Fprintf(errw, "\nthread 'main' panicked at src/observability/metrics.rs:362:10:\nfailed to install Prometheus metrics exporter: FailedToCreateHTTPListener(%q)\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n", err.Error())
-		return 101
+	bg := routerbase.NewGroup()
+	defer bg.Stop()
+	if err := routerbase.ServeMetrics(bg, c, cli.HostPort(cfg.PromHost, cfg.PromPort), m.reg); err != nil {
+		return routerbase.Panic(errw, "src/observability/metrics.rs:362:10", err)
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = promexp.Serve(runCtx, promLn, m.reg) }()
 
 	log.Info(siteBanner, "Starting router on %s:%d | mode: %s | policy: %s | max_payload: %dMB",
 		cfg.Host, cfg.Port, cfg.modeDebug(), cfg.policyDebug(cfg.Policy), cfg.MaxPayload/(1024*1024))
 
-	rng := seededRand(c)
+	rng := routerbase.Rand(c)
 	rt := &router{
 		cfg: cfg, c: c, log: log, m: m,
+		// get_by_model: candidates in registration (discovery) order.
 		reg:       workers.NewRegistry(workers.OrderRegistration, rng),
 		client:    upstream.NewClient(cli.Secs(cfg.RequestTimeout)),
 		probe:     upstream.NewClient(cli.Secs(cfg.Flags.Uint("health-check-timeout-secs"))),
 		boot:      time.Now(),
-		pending:   map[string]discovery.Target{},
 		retryCfg:  cfg.Retry(),
 		cbCfg:     cfg.Circuit(),
 		healthCfg: cfg.Health(),
 	}
 	defer upstream.Close(rt.client)
 	defer upstream.Close(rt.probe)
-	src := &lockedSource{src: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))}
-	mk := func(name string) (policy.Policy, error) {
-		return policy.New(policy.FlavorSG, name, cfg.policyCfg,
-			policy.WithRandSource(src),
-			policy.WithInfoLogger(func(r policy.LogRecord) {
-				log.Print(tracelog.Info, tracelog.Site{Target: r.Target, File: r.File, Line: r.Line}, r.Message)
-			}))
-	}
-	if rt.pol, err = mk(cfg.Policy); err != nil {
+	mk := routerbase.PolicyMaker(policy.FlavorSG, cfg.policyCfg, rng, log)
+	var err error
+	if rt.pols.Regular, err = mk(cfg.Policy); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
@@ -164,18 +122,15 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 			dec = *cfg.DecodePolicy
 		}
 	}
-	if rt.prefillPol, err = mk(pre); err != nil {
+	if rt.pols.Prefill, err = mk(pre); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
-	if rt.decodePol, err = mk(dec); err != nil {
+	if rt.pols.Decode, err = mk(dec); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
-	for _, pol := range []policy.Policy{rt.pol, rt.prefillPol, rt.decodePol} {
-		wg.Add(1)
-		go func(pol policy.Policy) { defer wg.Done(); _ = pol.Run(runCtx) }(pol)
-	}
+	rt.pols.Run(bg)
 
 	log.Info(siteInitWorkers, "Initializing workers for routing mode: %s", cfg.modeDebug())
 	log.Info(siteJobSubmitted, "Worker initialization job submitted (will complete in background)")
@@ -202,35 +157,25 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		log.Info(siteRMSingleID, "Created single router with ID: %s", id)
 		log.Info(siteRMDefault, "Set default router to %s", id)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		workers.RunHealthChecks(runCtx, rt.reg, rt.healthCfg, rt.client, func(w *workers.Worker, healthy bool) {
-			m.workerHealth.WithLabelValues(w.URL()).Set(b2f(healthy))
-		})
-	}()
-	wg.Add(1)
-	go func() { defer wg.Done(); rt.runLoadMonitor(runCtx) }()
+	routerbase.RunHealthChecks(bg, rt.reg, rt.healthCfg, rt.client, m.workerHealth)
+	bg.Go(rt.runLoadMonitor)
 	if cfg.Flags.Int("max-concurrent-requests") <= 0 {
 		log.Info(siteRateLimitOff, "Rate limiting is disabled (max_concurrent_requests = -1)")
 	}
 	// Static --worker-urls / --prefill / --decode go through the same
 	// registration workflow as discovered Pods.
 	for _, u := range cfg.WorkerURLs {
-		t := discovery.Target{URL: u, Port: portOf(u), Role: workers.Regular}
-		wg.Add(1)
-		go func() { defer wg.Done(); rt.register(runCtx, t) }()
+		t := discovery.Target{URL: u, Port: workers.PortOf(u), Role: workers.Regular}
+		bg.Go(func(ctx context.Context) { rt.register(ctx, t) })
 	}
 	if cfg.PD {
 		for _, p := range cfg.Prefill {
-			t := discovery.Target{URL: p.URL, Port: portOf(p.URL), Role: workers.Prefill, BootstrapPort: p.Port}
-			wg.Add(1)
-			go func() { defer wg.Done(); rt.register(runCtx, t) }()
+			t := discovery.Target{URL: p.URL, Port: workers.PortOf(p.URL), Role: workers.Prefill, BootstrapPort: p.Port}
+			bg.Go(func(ctx context.Context) { rt.register(ctx, t) })
 		}
 		for _, u := range cfg.Decode {
-			t := discovery.Target{URL: u, Port: portOf(u), Role: workers.Decode}
-			wg.Add(1)
-			go func() { defer wg.Done(); rt.register(runCtx, t) }()
+			t := discovery.Target{URL: u, Port: workers.PortOf(u), Role: workers.Decode}
+			bg.Go(func(ctx context.Context) { rt.register(ctx, t) })
 		}
 	}
 	if cfg.ServiceDiscovery {
@@ -238,12 +183,11 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 			log.Error(siteSDFailed, "Failed to start service discovery: no Kubernetes API available")
 		} else {
 			if cfg.PD {
-				log.Info(siteSDStartPD, "Starting K8s service discovery | PD mode | prefill: '%s' | decode: '%s'", joinSelector(cfg.PrefillSelector), joinSelector(cfg.DecodeSelector))
+				log.Info(siteSDStartPD, "Starting K8s service discovery | PD mode | prefill: '%s' | decode: '%s'", discovery.JoinSelector(cfg.PrefillSelector), discovery.JoinSelector(cfg.DecodeSelector))
 			} else {
-				log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", joinSelector(cfg.Selector))
+				log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", discovery.JoinSelector(cfg.Selector))
 			}
-			wg.Add(1)
-			go func() { defer wg.Done(); rt.runDiscovery(runCtx) }()
+			bg.Go(rt.runDiscovery)
 			log.Info(siteSDStarted, "Service discovery started")
 		}
 	}
@@ -256,59 +200,10 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{Handler: rt.handler(), ReadHeaderTimeout: 30 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-		log.Info(siteTerminate, "Received terminate signal, starting graceful shutdown")
-		// --shutdown-grace-period-secs bounds the drain; the kubelet's
-		// 30 s grace period bounds it too.
-		grace := min(cli.Secs(cfg.Flags.Uint("shutdown-grace-period-secs")), 30*time.Second)
-		sctx, cancel := context.WithTimeout(context.Background(), grace)
-		_ = srv.Shutdown(sctx)
-		cancel()
-		<-errc
-		return 0
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return 0
-		}
-		fmt.Fprintf(errw, "Error: %v\n", err)
-		return 1
-	}
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func joinSelector(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, ",")
-}
-
-func portOf(url string) int {
-	i := strings.LastIndex(url, ":")
-	if i < 0 {
-		return 80
-	}
-	n, err := strconv.Atoi(strings.TrimRight(url[i+1:], "/"))
-	if err != nil {
-		return 80
-	}
-	return n
+	// --shutdown-grace-period-secs bounds the drain; the kubelet's 30 s
+	// grace period bounds it too.
+	grace := min(cli.Secs(cfg.Flags.Uint("shutdown-grace-period-secs")), 30*time.Second)
+	return routerbase.Serve(ctx, ln, rt.handler(), grace, log, siteTerminate, errw)
 }
 
 func (rt *router) runDiscovery(ctx context.Context) {
@@ -332,14 +227,7 @@ func (rt *router) runDiscovery(ctx context.Context) {
 // /get_server_info; model = served_model_name, else model_path, else
 // "unknown"), create and register the worker, update policies, activate.
 func (rt *router) register(ctx context.Context, t discovery.Target) {
-	rt.mu.Lock()
-	rt.pending[t.URL] = t
-	rt.mu.Unlock()
-	defer func() {
-		rt.mu.Lock()
-		delete(rt.pending, t.URL)
-		rt.mu.Unlock()
-	}()
+	defer rt.pending.Track(t)()
 	timeout := cli.Secs(rt.cfg.Flags.Uint("health-check-timeout-secs"))
 	deadline := time.Now().Add(cli.Secs(rt.cfg.StartupTimeout))
 	for attempt := 1; ; attempt++ {
@@ -367,8 +255,8 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 	if !rt.reg.Add(w) {
 		return
 	}
-	rt.m.cbState.WithLabelValues(t.URL).Set(0)
-	rt.policyFor(t.Role).AddWorker(t.URL, model)
+	rt.m.cb.State.WithLabelValues(t.URL).Set(0)
+	rt.pols.For(t.Role).AddWorker(t.URL, model)
 	rt.log.Info(siteActivated, "Activated 1 worker(s) (marked as healthy)")
 	rt.m.workerHealth.WithLabelValues(t.URL).Set(1)
 	rt.setPoolSize(t.Role, model)
@@ -405,14 +293,14 @@ func (rt *router) remove(url string) {
 	if w == nil {
 		return
 	}
-	rt.policyFor(w.Role()).RemoveWorker(url)
+	rt.pols.For(w.Role()).RemoveWorker(url)
 	rt.setPoolSize(w.Role(), w.ModelID)
 	rt.m.discWorkers.WithLabelValues("kubernetes").Set(float64(len(rt.reg.All())))
 	// remove_worker_metrics: the per-worker gauges are reset, not deleted.
 	rt.m.cbFailures.WithLabelValues(url).Set(0)
 	rt.m.cbSuccesses.WithLabelValues(url).Set(0)
 	rt.m.requestsActive.WithLabelValues(url).Set(0)
-	rt.m.cbState.WithLabelValues(url).Set(-1)
+	rt.m.cb.State.WithLabelValues(url).Set(-1)
 	rt.m.workerHealth.WithLabelValues(url).Set(-1)
 }
 
@@ -424,14 +312,4 @@ func (rt *router) setPoolSize(role workers.Role, model string) {
 		}
 	}
 	rt.m.poolSize.WithLabelValues(string(role), "http", model).Set(float64(n))
-}
-
-func (rt *router) policyFor(role workers.Role) policy.Policy {
-	switch role {
-	case workers.Prefill:
-		return rt.prefillPol
-	case workers.Decode:
-		return rt.decodePol
-	}
-	return rt.pol
 }

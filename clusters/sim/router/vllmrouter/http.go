@@ -72,7 +72,7 @@ func (rt *router) handler() http.Handler {
 	get("/get_loads", rt.getLoads)
 	post("/add_worker", rt.addWorker)
 	post("/remove_worker", rt.removeWorker)
-	get(observer.Path, observer.Handler(rt.boot, rt.observe).ServeHTTP)
+	get(observer.Path, observer.Handler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
 	mux.HandleFunc("/", rt.transparentProxy)
 
 	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -252,28 +252,6 @@ func (rt *router) removeWorker(w http.ResponseWriter, r *http.Request) {
 	text(w, http.StatusOK, "Successfully removed worker: "+u)
 }
 
-// observe builds the operator's /observer/endpoints view: registered
-// workers, then the discovered ones still waiting for their health gate.
-func (rt *router) observe() (uint64, []observer.Worker) {
-	var out []observer.Worker
-	for _, wk := range rt.reg.All() {
-		open := wk.CircuitOpen()
-		out = append(out, observer.Worker{
-			URL: wk.URL(), Port: wk.Port(), Role: string(wk.Role()), PodHint: wk.PodName, WorkerID: wk.ID,
-			Selection: observer.Selection{Registered: true, Healthy: wk.Healthy(), CircuitOpen: open, InSelection: wk.Healthy() && !open},
-		})
-	}
-	rt.mu.Lock()
-	for _, t := range rt.pending {
-		if rt.reg.Get(t.URL) != nil {
-			continue
-		}
-		out = append(out, observer.Worker{URL: t.URL, Port: t.Port, Role: string(t.Role), PodHint: t.Pod.Name})
-	}
-	rt.mu.Unlock()
-	return rt.reg.Revision(), out
-}
-
 // readJSON reads and decodes a JSON object body the way axum's Json
 // extractor answers: 415 without a JSON content type, 413 over the payload
 // limit, 400 for a syntax error, 422 for a body of the wrong shape.
@@ -348,21 +326,10 @@ func asPolicyWorkers(ws []*workers.Worker) []policy.Worker {
 	return out
 }
 
-// recordOutcome feeds the circuit breaker (client errors are not worker
-// failures) and its series.
+// recordOutcome feeds the circuit breaker: VR counts 2xx and 4xx as
+// successes (client errors are not worker failures).
 func (rt *router) recordOutcome(w *workers.Worker, status int) {
-	ok := status/100 == 2 || status/100 == 4
-	from, to, changed := w.RecordOutcome(ok)
-	outcome := "failure"
-	if ok {
-		outcome = "success"
-	}
-	rt.m.cbOutcomes.WithLabelValues(w.URL(), outcome).Inc()
-	if changed {
-		rt.m.cbTransitions.WithLabelValues(w.URL(), from.String(), to.String()).Inc()
-		rt.m.cbState.WithLabelValues(w.URL()).Set(float64(to))
-		rt.reg.Bump()
-	}
+	rt.m.cb.Record(rt.reg, w, status/100 == 2 || status/100 == 4)
 }
 
 // typed is route_typed_request for one generation route.
@@ -414,7 +381,7 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 		rt.m.requestErrors.WithLabelValues(route, "no_available_workers").Inc()
 		return routerText(http.StatusServiceUnavailable, errNoWorkers)
 	}
-	d := rt.pol.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header})
+	d := rt.pols.Regular.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header})
 	if d.Index < 0 || d.Index >= len(avail) {
 		rt.m.requestErrors.WithLabelValues(route, "no_available_workers").Inc()
 		return routerText(http.StatusServiceUnavailable, errNoWorkers)
@@ -426,9 +393,9 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 	}
 	wk := avail[d.Index]
 	if d.Record {
-		rt.m.pick(rt.pol.Name(), wk.URL())
+		rt.m.pick(rt.pols.Regular.Name(), wk.URL())
 	}
-	counted := rt.pol.Name() == policy.CacheAware
+	counted := rt.pols.Regular.Name() == policy.CacheAware
 	if counted {
 		rt.m.running.WithLabelValues(wk.URL()).Set(float64(wk.IncLoad()))
 	}
@@ -514,14 +481,14 @@ func (rt *router) transparentProxy(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusServiceUnavailable, errNoWorkers)
 		return
 	}
-	d := rt.pol.Select(asPolicyWorkers(avail), policy.Request{Headers: r.Header})
+	d := rt.pols.Regular.Select(asPolicyWorkers(avail), policy.Request{Headers: r.Header})
 	if d.Index < 0 || d.Index >= len(avail) {
 		text(w, http.StatusServiceUnavailable, errNoWorkers)
 		return
 	}
 	wk := avail[d.Index]
 	if d.Record {
-		rt.m.pick(rt.pol.Name(), wk.URL())
+		rt.m.pick(rt.pols.Regular.Name(), wk.URL())
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 )
 
 // metrics are vllm-router's series (src/metrics.rs; routers.md §4.1), with
@@ -25,9 +26,6 @@ type metrics struct {
 	running          *prometheus.GaugeVec
 	activeWorkers    *promexp.Gauge
 	workerHealth     *prometheus.GaugeVec
-	cbState          *prometheus.GaugeVec
-	cbTransitions    *prometheus.CounterVec
-	cbOutcomes       *prometheus.CounterVec
 	lbEvents         *promexp.Counter
 	maxLoad          *promexp.Gauge
 	minLoad          *promexp.Gauge
@@ -38,6 +36,7 @@ type metrics struct {
 	pdErrors         *prometheus.CounterVec
 	pdPrefillErrors  *prometheus.CounterVec
 	pdDecodeErrors   *prometheus.CounterVec
+	cb               routerbase.CircuitSeries
 }
 
 func newMetrics() *metrics {
@@ -55,9 +54,6 @@ func newMetrics() *metrics {
 		running:          promexp.GaugeVec(r, "vllm_router_running_requests", "Number of running requests per worker", "worker"),
 		activeWorkers:    promexp.NewGauge(r, "vllm_router_active_workers", "Number of currently active workers"),
 		workerHealth:     promexp.GaugeVec(r, "vllm_router_worker_health", "Worker health status (1=healthy, 0=unhealthy)", "worker"),
-		cbState:          promexp.GaugeVec(r, "vllm_router_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
-		cbTransitions:    promexp.CounterVec(r, "vllm_router_cb_state_transitions_total", "Total number of circuit breaker state transitions by worker", "worker", "from", "to"),
-		cbOutcomes:       promexp.CounterVec(r, "vllm_router_cb_outcomes_total", "Total number of circuit breaker outcomes by worker and outcome type (success/failure)", "worker", "outcome"),
 		lbEvents:         promexp.NewCounter(r, "vllm_router_load_balancing_events_total", "Total load balancing trigger events"),
 		maxLoad:          promexp.NewGauge(r, "vllm_router_max_load", "Maximum worker load"),
 		minLoad:          promexp.NewGauge(r, "vllm_router_min_load", "Minimum worker load"),
@@ -68,6 +64,11 @@ func newMetrics() *metrics {
 		pdErrors:         promexp.CounterVec(r, "vllm_router_pd_errors_total", "Total PD errors by error type", "error_type"),
 		pdPrefillErrors:  promexp.CounterVec(r, "vllm_router_pd_prefill_errors_total", "Total prefill server errors", "worker"),
 		pdDecodeErrors:   promexp.CounterVec(r, "vllm_router_pd_decode_errors_total", "Total decode server errors", "worker"),
+		cb: routerbase.CircuitSeries{
+			State:       promexp.GaugeVec(r, "vllm_router_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
+			Transitions: promexp.CounterVec(r, "vllm_router_cb_state_transitions_total", "Total number of circuit breaker state transitions by worker", "worker", "from", "to"),
+			Outcomes:    promexp.CounterVec(r, "vllm_router_cb_outcomes_total", "Total number of circuit breaker outcomes by worker and outcome type (success/failure)", "worker", "outcome"),
+		},
 	}
 }
 

@@ -72,12 +72,12 @@ func uuidSimple() string {
 }
 
 func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, hdr http.Header, txt string, stream bool) outcome {
-	pre := rt.pick(rt.prefillPol, workers.Prefill, txt, r.Header)
+	pre := rt.pick(rt.pols.Prefill, workers.Prefill, txt, r.Header)
 	if pre == nil {
 		rt.m.pdErrors.WithLabelValues("no_prefill_workers").Inc()
 		return routerText(http.StatusServiceUnavailable, "No available prefill workers")
 	}
-	dec := rt.pick(rt.decodePol, workers.Decode, txt, r.Header)
+	dec := rt.pick(rt.pols.Decode, workers.Decode, txt, r.Header)
 	if dec == nil {
 		rt.m.pdErrors.WithLabelValues("no_decode_workers").Inc()
 		return routerText(http.StatusServiceUnavailable, "No available decode workers")
@@ -109,7 +109,7 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	preBody, _ := json.Marshal(preReq)
 	h := hdr.Clone()
 	h.Set("X-Request-Id", reqID)
-	preLoad := rt.countLoad(rt.prefillPol, pre)
+	preLoad := rt.countLoad(rt.pols.Prefill, pre)
 	pres := upstream.Send(r.Context(), rt.client, http.MethodPost, pre.URL()+route, preBody, h, false, nil)
 	preLoad()
 	if pres.Err != nil || pres.Status/100 != 2 {
@@ -148,7 +148,7 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 		}
 	}
 	decBody, _ := json.Marshal(decReq)
-	decLoad := rt.countLoad(rt.decodePol, dec)
+	decLoad := rt.countLoad(rt.pols.Decode, dec)
 	dres := upstream.Send(r.Context(), rt.client, http.MethodPost, dec.URL()+route, decBody, h, stream, retry.Retryable)
 	var out outcome
 	switch {

@@ -2,22 +2,16 @@ package vllmrouter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
@@ -54,41 +48,18 @@ type router struct {
 	log    *tracelog.Logger
 	m      *metrics
 	reg    *workers.Registry
-	rng    *rand.Rand
 	client *http.Client
 	// probe is add_worker's health client (timeout = startup timeout).
 	probe *http.Client
-
-	pol, prefillPol, decodePol policy.Policy
+	// pols: the PD pools share the regular instance unless
+	// --prefill-policy/--decode-policy name their own.
+	pols routerbase.Policies
 
 	retryCfg  retry.Config
 	cbCfg     workers.CircuitConfig
 	healthCfg workers.HealthConfig
 	boot      time.Time
-
-	mu      sync.Mutex
-	pending map[string]discovery.Target
-}
-
-func seededRand(c *proc.Container) *rand.Rand {
-	if s, ok := c.Env["SIM_ROUTER_SEED"]; ok {
-		if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64); err == nil {
-			return rand.New(rand.NewPCG(n, n^0x9e3779b97f4a7c15))
-		}
-	}
-	return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-}
-
-// lockedSource serialises a rand.Source shared by policies.
-type lockedSource struct {
-	mu  sync.Mutex
-	src *rand.Rand
-}
-
-func (l *lockedSource) Uint64() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.src.Uint64()
+	pending   routerbase.Pending
 }
 
 func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.Writer) int {
@@ -101,71 +72,55 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 
 	p("DEBUG: Initializing Prometheus metrics")
 	m := newMetrics()
-	promLn, err := c.Listen(cli.HostPort(cfg.PromHost, cfg.PromPort))
-	if err != nil {
-		fmt.Fprintf(errw, "\nthread 'main' panicked at src/metrics.rs:343:10:\nfailed to install Prometheus metrics exporter: FailedToCreateHTTPListener(%q)\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n", err.Error())
-		return 101
+	bg := routerbase.NewGroup()
+	defer bg.Stop()
+	if err := routerbase.ServeMetrics(bg, c, cli.HostPort(cfg.PromHost, cfg.PromPort), m.reg); err != nil {
+		return routerbase.Panic(errw, "src/metrics.rs:343:10", err)
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = promexp.Serve(runCtx, promLn, m.reg) }()
 	p("DEBUG: Prometheus metrics initialized")
 
 	log.Info(siteBanner, "Starting router on %s:%d | mode: %s | policy: %s | kv_connector: %s | max_payload: %dMB",
 		cfg.Host, cfg.Port, cfg.modeDebug(), cfg.policyDebug(cfg.Policy), cfg.kvConnectorDebug(), cfg.MaxPayload/(1024*1024))
 
 	p("DEBUG: Creating HTTP client")
+	rng := routerbase.Rand(c)
 	rt := &router{
 		cfg: cfg, c: c, log: log, m: m,
-		rng:       seededRand(c),
+		// get_all() walks a DashMap keyed by random UUIDs: an order that
+		// looks random per process (routers.md §3.1).
+		reg:       workers.NewRegistry(workers.OrderRandom, rng),
 		client:    upstream.NewClient(cli.Secs(cfg.RequestTimeout)),
 		probe:     upstream.NewClient(cli.Secs(cfg.StartupTimeout)),
 		boot:      time.Now(),
-		pending:   map[string]discovery.Target{},
 		retryCfg:  cfg.Retry(),
 		cbCfg:     cfg.Circuit(),
 		healthCfg: cfg.Health(),
 	}
 	defer upstream.Close(rt.client)
 	defer upstream.Close(rt.probe)
-	rt.reg = workers.NewRegistry(workers.OrderRandom, rt.rng)
 	p("DEBUG: HTTP client created")
 	p("DEBUG: Creating AppContext")
-	src := &lockedSource{src: rand.New(rand.NewPCG(rt.rng.Uint64(), rt.rng.Uint64()))}
-	mk := func(name string) (policy.Policy, error) {
-		return policy.New(policy.FlavorVR, name, cfg.policyCfg,
-			policy.WithRandSource(src),
-			policy.WithInfoLogger(func(r policy.LogRecord) {
-				log.Print(tracelog.Info, tracelog.Site{Target: r.Target, File: r.File, Line: r.Line}, r.Message)
-			}))
-	}
-	if rt.pol, err = mk(cfg.Policy); err != nil {
+	mk := routerbase.PolicyMaker(policy.FlavorVR, cfg.policyCfg, rng, log)
+	var err error
+	if rt.pols.Regular, err = mk(cfg.Policy); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
-	rt.prefillPol, rt.decodePol = rt.pol, rt.pol
+	rt.pols.Prefill, rt.pols.Decode = rt.pols.Regular, rt.pols.Regular
 	if cfg.PrefillPolicy != nil {
-		if rt.prefillPol, err = mk(*cfg.PrefillPolicy); err != nil {
+		if rt.pols.Prefill, err = mk(*cfg.PrefillPolicy); err != nil {
 			fmt.Fprintf(errw, "Error: %v\n", err)
 			return 1
 		}
 	}
 	if cfg.DecodePolicy != nil {
-		if rt.decodePol, err = mk(*cfg.DecodePolicy); err != nil {
+		if rt.pols.Decode, err = mk(*cfg.DecodePolicy); err != nil {
 			fmt.Fprintf(errw, "Error: %v\n", err)
 			return 1
 		}
 	}
 	p("DEBUG: AppContext created")
-	for _, pol := range uniquePolicies(rt.pol, rt.prefillPol, rt.decodePol) {
-		wg.Add(1)
-		go func(pol policy.Policy) { defer wg.Done(); _ = pol.Run(runCtx) }(pol)
-	}
+	rt.pols.Run(bg)
 
 	if cfg.EnableIGW {
 		log.Info(siteMultiRouter, "Multi-router mode enabled (enable_igw=true)")
@@ -180,13 +135,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 			return 1
 		}
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		workers.RunHealthChecks(runCtx, rt.reg, rt.healthCfg, rt.client, func(w *workers.Worker, healthy bool) {
-			m.workerHealth.WithLabelValues(w.URL()).Set(b2f(healthy))
-		})
-	}()
+	routerbase.RunHealthChecks(bg, rt.reg, rt.healthCfg, rt.client, m.workerHealth)
 	log.Info(siteHealthChecker, "Started health checker for workers with %ds interval", cfg.Flags.Uint("health-check-interval-secs"))
 
 	if cfg.ServiceDiscovery {
@@ -194,8 +143,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 			log.Error(siteSDFailed, "Failed to start service discovery: no Kubernetes API available")
 		} else {
 			rt.logDiscoveryStart()
-			wg.Add(1)
-			go func() { defer wg.Done(); rt.runDiscovery(runCtx) }()
+			bg.Go(rt.runDiscovery)
 			log.Info(siteSDStarted, "Service discovery started")
 		}
 	}
@@ -208,47 +156,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		return 1
 	}
 	log.Info(siteStartServer, "Starting server on %s", addr)
-	srv := &http.Server{Handler: rt.handler(), ReadHeaderTimeout: 30 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-		log.Info(siteTerminate, "Received terminate signal, starting graceful shutdown")
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = srv.Shutdown(sctx)
-		cancel()
-		<-errc
-		return 0
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return 0
-		}
-		fmt.Fprintf(errw, "Error: %v\n", err)
-		return 1
-	}
-}
-
-func uniquePolicies(ps ...policy.Policy) []policy.Policy {
-	var out []policy.Policy
-	for _, p := range ps {
-		dup := false
-		for _, q := range out {
-			if q == p {
-				dup = true
-			}
-		}
-		if !dup {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
+	return routerbase.Serve(ctx, ln, rt.handler(), 30*time.Second, log, siteTerminate, errw)
 }
 
 // waitStatic is Router::new's wait_for_healthy_workers for --worker-urls:
@@ -288,25 +196,10 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (rt *router) logDiscoveryStart() {
 	if rt.cfg.PD {
 		rt.log.Info(siteSDStart, "Starting K8s service discovery | PD mode | prefill: '%s' | decode: '%s'",
-			joinSelector(rt.cfg.PrefillSelector), joinSelector(rt.cfg.DecodeSelector))
+			discovery.JoinSelector(rt.cfg.PrefillSelector), discovery.JoinSelector(rt.cfg.DecodeSelector))
 		return
 	}
-	rt.log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", joinSelector(rt.cfg.Selector))
-}
-
-// joinSelector renders a selector map as k=v joined by ",". The source
-// iterates a HashMap (random order); this port sorts.
-func joinSelector(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, ",")
+	rt.log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", discovery.JoinSelector(rt.cfg.Selector))
 }
 
 func (rt *router) runDiscovery(ctx context.Context) {
@@ -326,14 +219,7 @@ func (rt *router) runDiscovery(ctx context.Context) {
 // --worker-startup-check-interval until it answers 2xx (or the startup
 // timeout passes), then admit the worker.
 func (rt *router) register(ctx context.Context, t discovery.Target) {
-	rt.mu.Lock()
-	rt.pending[t.URL] = t
-	rt.mu.Unlock()
-	defer func() {
-		rt.mu.Lock()
-		delete(rt.pending, t.URL)
-		rt.mu.Unlock()
-	}()
+	defer rt.pending.Track(t)()
 	deadline := time.Now().Add(cli.Secs(rt.cfg.StartupTimeout))
 	for {
 		if workers.Probe(ctx, rt.probe, t.URL+"/health", cli.Secs(rt.cfg.StartupTimeout)) {
@@ -360,7 +246,7 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 // admit registers a healthy worker and tells its policy.
 func (rt *router) admit(url string, port int, role workers.Role, pod, uid string, bootstrap *int) {
 	if port == 0 {
-		port = portOf(url)
+		port = workers.PortOf(url)
 	}
 	w := workers.New(url, port, role, rt.cbCfg)
 	w.PodName, w.PodUID, w.BootstrapPort = pod, uid, bootstrap
@@ -368,8 +254,8 @@ func (rt *router) admit(url string, port int, role workers.Role, pod, uid string
 		return
 	}
 	rt.log.Info(siteAddedWorker, "Added worker: %s", url)
-	rt.m.cbState.WithLabelValues(url).Set(0)
-	pol := rt.policyFor(role)
+	rt.m.cb.State.WithLabelValues(url).Set(0)
+	pol := rt.pols.For(role)
 	if wi, ok := pol.(policy.WorkerIniter); ok && pol.Name() == policy.CacheAware {
 		// init_workers with every worker of the model, after each add.
 		wi.InitWorkers(rt.urlsOf(role), "")
@@ -386,21 +272,11 @@ func (rt *router) remove(url string) {
 	}
 	rt.log.Info(siteRemovedWorker, "Removed worker: %s", url)
 	rt.m.activeWorkers.Set(float64(len(rt.reg.All())))
-	pol := rt.policyFor(w.Role())
+	pol := rt.pols.For(w.Role())
 	pol.RemoveWorker(url)
 	if pol.Name() == policy.CacheAware {
 		rt.log.Info(siteRemovedTree, "Removed worker from cache-aware tree: %s", url)
 	}
-}
-
-func (rt *router) policyFor(role workers.Role) policy.Policy {
-	switch role {
-	case workers.Prefill:
-		return rt.prefillPol
-	case workers.Decode:
-		return rt.decodePol
-	}
-	return rt.pol
 }
 
 func (rt *router) urlsOf(role workers.Role) []string {
@@ -411,16 +287,4 @@ func (rt *router) urlsOf(role workers.Role) []string {
 		}
 	}
 	return out
-}
-
-func portOf(url string) int {
-	i := strings.LastIndex(url, ":")
-	if i < 0 {
-		return 80
-	}
-	n, err := strconv.Atoi(strings.TrimRight(url[i+1:], "/"))
-	if err != nil {
-		return 80
-	}
-	return n
 }

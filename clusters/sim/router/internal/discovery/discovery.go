@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
@@ -47,6 +48,22 @@ func ParseSelector(items []string) map[string]string {
 		}
 	}
 	return m
+}
+
+// JoinSelector renders a selector as k=v joined by "," for the routers'
+// "Starting K8s service discovery" lines. The source iterates a HashMap
+// (random order); this port sorts.
+func JoinSelector(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ",")
 }
 
 // Target is an eligible Pod turned into a worker candidate.

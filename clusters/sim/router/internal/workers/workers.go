@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	mrand "math/rand/v2"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,6 +236,19 @@ func (r *Registry) Revision() uint64 { return r.revision.Load() }
 
 // Bump records a change that is not a membership change.
 func (r *Registry) Bump() { r.revision.Add(1) }
+
+// PortOf is the port of a worker URL, 80 when it names none.
+func PortOf(url string) int {
+	i := strings.LastIndex(url, ":")
+	if i < 0 {
+		return 80
+	}
+	n, err := strconv.Atoi(strings.TrimRight(url[i+1:], "/"))
+	if err != nil {
+		return 80
+	}
+	return n
+}
 
 // newUUID returns a random (version 4) UUID string.
 func newUUID() string {
