@@ -49,19 +49,8 @@ func (c *BlockCache) Match(prompt []uint32, salt string) int {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var hits [64]*list.Element
-	matched := hits[:0]
-	h := saltSeed(salt)
-	for b := 0; b < limit; b++ {
-		h = chain(h, prompt[b*c.blockSize:(b+1)*c.blockSize])
-		e, ok := c.m[h]
-		if !ok {
-			break
-		}
-		matched = append(matched, e)
-	}
-	c.touch(matched)
-	return len(matched) * c.blockSize
+	var buf [64]*list.Element
+	return len(c.walk(prompt, limit, salt, false, buf[:0])) * c.blockSize
 }
 
 // Insert caches every full block of tokens (prompt, or prompt plus output)
@@ -74,23 +63,34 @@ func (c *BlockCache) Insert(tokens []uint32, salt string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var buf [64]*list.Element
-	seen := buf[:0]
-	h := saltSeed(salt)
-	for b := 0; b < full; b++ {
-		h = chain(h, tokens[b*c.blockSize:(b+1)*c.blockSize])
-		e, ok := c.m[h]
-		if !ok {
-			e = c.lru.PushFront(h)
-			c.m[h] = e
-		}
-		seen = append(seen, e)
-	}
-	c.touch(seen)
+	c.walk(tokens, full, salt, true, buf[:0])
 	for c.lru.Len() > c.capacity {
 		tail := c.lru.Back()
 		delete(c.m, tail.Value.(uint64))
 		c.lru.Remove(tail)
 	}
+}
+
+// walk follows the hash chain of tokens' first n blocks and makes the blocks
+// it finds most recently used. It stops at the first block not cached, or
+// with create caches it and goes on. It returns the blocks, appended to out.
+// c.mu must be held.
+func (c *BlockCache) walk(tokens []uint32, n int, salt string, create bool, out []*list.Element) []*list.Element {
+	h := saltSeed(salt)
+	for b := 0; b < n; b++ {
+		h = chain(h, tokens[b*c.blockSize:(b+1)*c.blockSize])
+		e, ok := c.m[h]
+		if !ok {
+			if !create {
+				break
+			}
+			e = c.lru.PushFront(h)
+			c.m[h] = e
+		}
+		out = append(out, e)
+	}
+	c.touch(out)
+	return out
 }
 
 // touch makes a chain most recently used, head block last, so that eviction
