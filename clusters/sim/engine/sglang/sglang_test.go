@@ -1,9 +1,6 @@
 package sglang
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -36,15 +33,6 @@ func start(t *testing.T, extra []string, env map[string]string) *enginetest.Engi
 	return e
 }
 
-func scrape(t *testing.T, e *enginetest.Engine) enginetest.Families {
-	t.Helper()
-	f, err := e.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // val is a series' value, 0 when it does not exist (SGLang's lazy series).
 func val(f enginetest.Families, name string, labels ...string) float64 {
 	v, _ := f.Value(name, labels...)
@@ -62,23 +50,6 @@ func post(t *testing.T, e *enginetest.Engine, path, body string, headers ...stri
 		t.Fatalf("%s answered non-JSON %q", path, b)
 	}
 	return code, out
-}
-
-func get(t *testing.T, e *enginetest.Engine, path string) (int, []byte) {
-	t.Helper()
-	resp, err := http.Get(e.URL + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.Bytes()
-}
-
-func chatBody(modelName, content, extra string) string {
-	c, _ := json.Marshal(content)
-	return `{"model":"` + modelName + `","messages":[{"role":"user","content":` + string(c) + `}]` + extra + `}`
 }
 
 func ids(start, n int) string {
@@ -143,7 +114,7 @@ func TestSGLangStartupLogsFiredUpAfterWarmup(t *testing.T) {
 
 func TestSGLangWarmupRequestIsCounted(t *testing.T) {
 	e := start(t, nil, nil)
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	n := float64(tokenize.Count(WarmupText))
 	if got := val(f, "sglang:num_requests_total", "model_name", model, "engine_type", "unified"); got != 1 {
 		t.Fatalf("num_requests_total after start-up = %v, want 1 (the warm-up)", got)
@@ -163,14 +134,14 @@ func TestSGLangWarmupRequestIsCounted(t *testing.T) {
 
 func TestSGLangSeriesAreLazy(t *testing.T) {
 	e := start(t, []string{"--skip-server-warmup", "--enable-cache-report"}, nil)
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	for _, name := range []string{"sglang:num_requests_total", "sglang:prompt_tokens_total", "sglang:num_running_reqs", "sglang:cached_tokens_total", "sglang:time_to_first_token_seconds"} {
 		if f[name] != nil {
 			t.Fatalf("%s exists before any request", name)
 		}
 	}
 	post(t, e, "/generate", `{"input_ids":`+ids(1, 30)+`,"sampling_params":{"max_new_tokens":2}}`)
-	f = scrape(t, e)
+	f = e.Scrape(t)
 	if val(f, "sglang:num_requests_total") != 1 || f["sglang:num_running_reqs"] == nil || f["sglang:time_to_first_token_seconds"] == nil {
 		t.Fatal("series missing after the first finished request")
 	}
@@ -178,7 +149,7 @@ func TestSGLangSeriesAreLazy(t *testing.T) {
 		t.Fatal("cached_tokens_total exists without a cached token")
 	}
 	post(t, e, "/generate", `{"input_ids":`+ids(1, 30)+`,"sampling_params":{"max_new_tokens":2}}`)
-	f = scrape(t, e)
+	f = e.Scrape(t)
 	if got := val(f, "sglang:cached_tokens_total"); got != 29 {
 		t.Fatalf("cached_tokens_total = %v, want 29", got)
 	}
@@ -197,7 +168,7 @@ func TestSGLangMetricsNeedEnableMetrics(t *testing.T) {
 	if err := e.WaitReady(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	code, body := get(t, e, "/metrics")
+	code, body := e.Get(t, "/metrics")
 	if code != 404 || string(body) != `{"detail":"Not Found"}` {
 		t.Fatalf("/metrics without --enable-metrics = %d %s", code, body)
 	}
@@ -205,15 +176,15 @@ func TestSGLangMetricsNeedEnableMetrics(t *testing.T) {
 
 func TestSGLangCachedTokensNMinus1OnExactRepeat(t *testing.T) {
 	e := start(t, []string{"--enable-cache-report"}, nil)
-	body := chatBody(model, "a question that is repeated word for word", "")
+	body := enginetest.ChatBody(model, "a question that is repeated word for word", "")
 	_, first := post(t, e, "/v1/chat/completions", body)
 	u := first["usage"].(map[string]any)
 	if u["prompt_tokens_details"] != nil {
 		t.Fatalf("first request reports cached tokens: %v", u)
 	}
-	before := scrape(t, e)
+	before := e.Scrape(t)
 	_, second := post(t, e, "/v1/chat/completions", body)
-	after := scrape(t, e)
+	after := e.Scrape(t)
 	u = second["usage"].(map[string]any)
 	n := u["prompt_tokens"].(float64)
 	details, _ := u["prompt_tokens_details"].(map[string]any)
@@ -247,19 +218,19 @@ func TestSGLangDisableRadixCache(t *testing.T) {
 
 func TestSGLangUnknownModelEchoed(t *testing.T) {
 	e := start(t, nil, nil)
-	code, resp := post(t, e, "/v1/chat/completions", chatBody("gpt-4", "hi", ""))
+	code, resp := post(t, e, "/v1/chat/completions", enginetest.ChatBody("gpt-4", "hi", ""))
 	if code != 200 || resp["model"] != "gpt-4" {
 		t.Fatalf("unknown model: %d %v", code, resp)
 	}
-	code, body := get(t, e, "/v1/models/gpt-4")
+	code, body := e.Get(t, "/v1/models/gpt-4")
 	if code != 404 || string(body) != `{"error":{"message":"The model 'gpt-4' does not exist","type":"invalid_request_error","param":"model","code":"model_not_found"}}` {
 		t.Fatalf("/v1/models/gpt-4 = %d %s", code, body)
 	}
-	code, body = get(t, e, "/v1/models/"+model)
+	code, body = e.Get(t, "/v1/models/"+model)
 	if code != 200 || !strings.Contains(string(body), `"owned_by":"sglang"`) {
 		t.Fatalf("/v1/models/<served> = %d %s", code, body)
 	}
-	_, body = get(t, e, "/v1/models")
+	_, body = e.Get(t, "/v1/models")
 	var list struct {
 		Object string
 		Data   []map[string]any
@@ -307,7 +278,7 @@ func TestSGLangErrorsAreFlat(t *testing.T) {
 
 func TestSGLangIDsAreBareUUIDHex(t *testing.T) {
 	e := start(t, nil, nil)
-	_, resp := post(t, e, "/v1/chat/completions", chatBody(model, "hi", ""), "X-Request-Id", "ignored")
+	_, resp := post(t, e, "/v1/chat/completions", enginetest.ChatBody(model, "hi", ""), "X-Request-Id", "ignored")
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(resp["id"].(string)) {
 		t.Fatalf("id %v", resp["id"])
 	}
@@ -323,25 +294,6 @@ func TestSGLangIDsAreBareUUIDHex(t *testing.T) {
 	}
 }
 
-func sse(t *testing.T, e *enginetest.Engine, path, body string) []string {
-	t.Helper()
-	code, h, b, err := e.Post(path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("stream answered %d: %s", code, b)
-	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 func TestSGLangStreamUsageChunkRules(t *testing.T) {
 	e := start(t, nil, map[string]string{"SIM_ENGINE_OUTPUT_TOKENS": "3"})
 	hasUsage := func(ev []string) bool {
@@ -352,7 +304,7 @@ func TestSGLangStreamUsageChunkRules(t *testing.T) {
 		}
 		return false
 	}
-	plain := sse(t, e, "/v1/chat/completions", chatBody(model, "hi", `,"stream":true`))
+	plain := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true`))
 	// role chunk, 2 content chunks (the end-of-turn token has no text), a
 	// separate final chunk, [DONE]
 	if len(plain) != 5 || hasUsage(plain) || plain[4] != "[DONE]" {
@@ -366,16 +318,16 @@ func TestSGLangStreamUsageChunkRules(t *testing.T) {
 	if !strings.Contains(plain[3], `"delta":{"role":null,"content":null,"reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":"stop","matched_stop":151645`) {
 		t.Fatalf("final chunk %s", plain[3])
 	}
-	if hasUsage(sse(t, e, "/v1/chat/completions", chatBody(model, "hi", `,"stream":true,"stream_options":{}`))) {
+	if hasUsage(e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"stream_options":{}`))) {
 		t.Fatal("stream_options {} sent usage; SGLang's include_usage defaults to false")
 	}
-	with := sse(t, e, "/v1/chat/completions", chatBody(model, "hi", `,"stream":true,"max_tokens":2,"stream_options":{"include_usage":true}`))
+	with := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"max_tokens":2,"stream_options":{"include_usage":true}`))
 	if !hasUsage(with) || strings.Contains(with[2], `"finish_reason":"length"`) || !strings.Contains(with[3], `"finish_reason":"length"`) {
 		t.Fatalf("include_usage: content chunks must carry finish_reason null: %v", with)
 	}
 	// Without include_usage the last content chunk carries the reason too,
 	// so it appears twice.
-	twice := sse(t, e, "/v1/chat/completions", chatBody(model, "hi", `,"stream":true,"max_tokens":2`))
+	twice := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"max_tokens":2`))
 	if strings.Count(strings.Join(twice, "\n"), `"finish_reason":"length"`) != 2 {
 		t.Fatalf("length reason not repeated: %v", twice)
 	}
@@ -390,7 +342,7 @@ func TestStartupDelayHealth(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if code, _ := get(t, e, "/health"); code != 503 {
+	if code, _ := e.Get(t, "/health"); code != 503 {
 		t.Fatalf("/health while starting = %d, want 503", code)
 	}
 	if err := e.WaitReady(5 * time.Second); err != nil {
@@ -405,7 +357,9 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 	e := start(t, []string{"--max-running-requests", "2"}, map[string]string{"SIM_ENGINE_TTFT": "400ms"})
 	var wg sync.WaitGroup
 	for range 4 {
-		wg.Go(func() { _, _, _, _ = e.Post("/v1/chat/completions", chatBody(model, "slow", `,"max_tokens":1`)) })
+		wg.Go(func() {
+			_, _, _, _ = e.Post("/v1/chat/completions", enginetest.ChatBody(model, "slow", `,"max_tokens":1`))
+		})
 	}
 	type load struct {
 		NumReqs        int `json:"num_reqs"`
@@ -414,7 +368,7 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, body := get(t, e, "/get_load")
+		_, body := e.Get(t, "/get_load")
 		var l []load
 		if err := json.Unmarshal(body, &l); err != nil || len(l) != 1 {
 			t.Fatalf("/get_load %s", body)
@@ -428,7 +382,7 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	wg.Wait()
-	_, body := get(t, e, "/get_load")
+	_, body := e.Get(t, "/get_load")
 	if !strings.Contains(string(body), `"num_reqs":0,"num_waiting_reqs":0,"num_tokens":0`) {
 		t.Fatalf("/get_load after the load: %s", body)
 	}
@@ -438,13 +392,15 @@ func TestSGLangSchedulerGaugesAreWrittenAtPrefillLogs(t *testing.T) {
 	e := start(t, []string{"--max-running-requests", "1"}, map[string]string{"SIM_ENGINE_TTFT": "200ms"})
 	var wg sync.WaitGroup
 	send := func() {
-		wg.Go(func() { _, _, _, _ = e.Post("/v1/chat/completions", chatBody(model, "slow", `,"max_tokens":1`)) })
+		wg.Go(func() {
+			_, _, _, _ = e.Post("/v1/chat/completions", enginetest.ChatBody(model, "slow", `,"max_tokens":1`))
+		})
 	}
 	send() // A runs
 	waitLoad := func(reqs int) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			_, body := get(t, e, "/get_load")
+			_, body := e.Get(t, "/get_load")
 			if strings.Contains(string(body), fmt.Sprintf(`"num_reqs":%d,`, reqs)) {
 				return
 			}
@@ -460,12 +416,12 @@ func TestSGLangSchedulerGaugesAreWrittenAtPrefillLogs(t *testing.T) {
 	send() // C waits
 	waitLoad(3)
 	// A's prefill log ran when nothing else was there.
-	if got := val(scrape(t, e), "sglang:num_queue_reqs"); got != 0 {
+	if got := val(e.Scrape(t), "sglang:num_queue_reqs"); got != 0 {
 		t.Fatalf("num_queue_reqs = %v before any later prefill, want the stale 0", got)
 	}
 	// When A finishes, B's prefill log sees C still queued.
 	deadline := time.Now().Add(5 * time.Second)
-	for val(scrape(t, e), "sglang:num_queue_reqs") != 1 {
+	for val(e.Scrape(t), "sglang:num_queue_reqs") != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("B's prefill log never showed C queued")
 		}
@@ -479,19 +435,19 @@ func TestSGLangCacheHitRateIsLastPrefillAndResetByDecodeLog(t *testing.T) {
 	p := `{"input_ids":` + ids(500, 50) + `,"sampling_params":{"max_new_tokens":1}}`
 	post(t, e, "/generate", p)
 	post(t, e, "/generate", p) // a prefill with 49 of 50 cached, no decode step
-	if got := val(scrape(t, e), "sglang:cache_hit_rate"); got != 0.98 {
+	if got := val(e.Scrape(t), "sglang:cache_hit_rate"); got != 0.98 {
 		t.Fatalf("cache_hit_rate after a cached prefill = %v, want 49/50", got)
 	}
 	post(t, e, "/generate", `{"input_ids":`+ids(500, 50)+`,"sampling_params":{"max_new_tokens":6,"ignore_eos":true}}`)
-	if got := val(scrape(t, e), "sglang:cache_hit_rate"); got != 0 {
+	if got := val(e.Scrape(t), "sglang:cache_hit_rate"); got != 0 {
 		t.Fatalf("cache_hit_rate after a decode stats log = %v, want 0", got)
 	}
 }
 
 func TestSGLangNonStreamingTTFTIsObservedAtFirstOutput(t *testing.T) {
 	e := start(t, []string{"--skip-server-warmup"}, map[string]string{"SIM_ENGINE_TTFT": "10ms", "SIM_ENGINE_ITL": "5ms"})
-	post(t, e, "/v1/chat/completions", chatBody(model, "hi", ""))
-	f := scrape(t, e)
+	post(t, e, "/v1/chat/completions", enginetest.ChatBody(model, "hi", ""))
+	f := e.Scrape(t)
 	// A non-streaming answer of 16 tokens reaches the tokenizer manager once,
 	// at the end: TTFT is then the whole latency and no ITL is recorded.
 	if s := val(f, "sglang:time_to_first_token_seconds_sum"); s < 0.010+15*0.005 {
@@ -500,8 +456,8 @@ func TestSGLangNonStreamingTTFTIsObservedAtFirstOutput(t *testing.T) {
 	if c, _ := f.Value("sglang:inter_token_latency_seconds_count"); c != 0 {
 		t.Fatalf("non-streaming ITL count %v", c)
 	}
-	sse(t, e, "/v1/chat/completions", chatBody(model, "hi", `,"stream":true`))
-	f = scrape(t, e)
+	e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true`))
+	f = e.Scrape(t)
 	if c := val(f, "sglang:inter_token_latency_seconds_count"); c != 15 {
 		t.Fatalf("streaming ITL count %v, want 15", c)
 	}
@@ -519,7 +475,7 @@ func TestSGLangGenerateNativeShape(t *testing.T) {
 		meta["prompt_tokens"] != float64(tokenize.Count("hello there")) || meta["completion_tokens"] != 3.0 {
 		t.Fatalf("/generate %v", resp)
 	}
-	events := sse(t, e, "/generate", `{"text":"hello there","sampling_params":{"max_new_tokens":2},"stream":true}`)
+	events := e.Events(t, "/generate", `{"text":"hello there","sampling_params":{"max_new_tokens":2},"stream":true}`)
 	if len(events) != 3 || events[2] != "[DONE]" || !strings.Contains(events[0], `"finish_reason":null`) || !strings.Contains(events[1], `"text":" The sky"`) {
 		t.Fatalf("/generate stream %v", events)
 	}
@@ -529,7 +485,7 @@ func TestSGLangFlushCacheDropsTheTree(t *testing.T) {
 	e := start(t, nil, nil)
 	p := `{"input_ids":` + ids(7, 20) + `,"sampling_params":{"max_new_tokens":1}}`
 	post(t, e, "/generate", p)
-	if code, body := get(t, e, "/flush_cache"); code != 200 || !strings.HasPrefix(string(body), "Cache flushed.") {
+	if code, body := e.Get(t, "/flush_cache"); code != 200 || !strings.HasPrefix(string(body), "Cache flushed.") {
 		t.Fatalf("/flush_cache %d %s", code, body)
 	}
 	_, resp := post(t, e, "/generate", p)
@@ -540,8 +496,8 @@ func TestSGLangFlushCacheDropsTheTree(t *testing.T) {
 
 func TestSGLangExtraAndCustomLabels(t *testing.T) {
 	e := start(t, []string{"--extra-metric-labels", `{"replica":"r1"}`, "--tokenizer-metrics-allowed-custom-labels", "test_id"}, nil)
-	post(t, e, "/v1/chat/completions", chatBody(model, "hi", ""), "x-custom-labels", `{"test_id":"abc","other":"x"}`)
-	f := scrape(t, e)
+	post(t, e, "/v1/chat/completions", enginetest.ChatBody(model, "hi", ""), "x-custom-labels", `{"test_id":"abc","other":"x"}`)
+	f := e.Scrape(t)
 	if got := val(f, "sglang:num_requests_total", "replica", "r1", "test_id", "abc"); got != 1 {
 		t.Fatalf("custom-labelled request count %v", got)
 	}
@@ -555,33 +511,22 @@ func TestSGLangExtraAndCustomLabels(t *testing.T) {
 
 func TestClientDisconnectCountsAbort(t *testing.T) {
 	e := start(t, []string{"--skip-server-warmup"}, map[string]string{"SIM_ENGINE_ITL": "200ms"})
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.URL+"/v1/chat/completions", strings.NewReader(chatBody(model, "hi", `,"stream":true`)))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	resp.Body.Close()
+	e.AbandonStream(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true`))
 	deadline := time.Now().Add(5 * time.Second)
-	for val(scrape(t, e), "sglang:num_aborted_requests_total") != 1 {
+	for val(e.Scrape(t), "sglang:num_aborted_requests_total") != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("abort never counted")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if f := scrape(t, e); f["sglang:num_requests_total"] != nil {
+	if f := e.Scrape(t); f["sglang:num_requests_total"] != nil {
 		t.Fatal("the aborted request was counted as finished")
 	}
 }
 
 func TestSGLangLoadsEndpoint(t *testing.T) {
 	e := start(t, nil, nil)
-	_, body := get(t, e, "/v1/loads")
+	_, body := e.Get(t, "/v1/loads")
 	var out struct {
 		DPRankCount int              `json:"dp_rank_count"`
 		Loads       []map[string]any `json:"loads"`
@@ -590,14 +535,14 @@ func TestSGLangLoadsEndpoint(t *testing.T) {
 	if err := json.Unmarshal(body, &out); err != nil || out.DPRankCount != 1 || len(out.Loads) != 1 || out.Loads[0]["max_total_num_tokens"] != 131072.0 || out.Aggregate["total_reqs"] != 0.0 {
 		t.Fatalf("/v1/loads %s", body)
 	}
-	if code, _ := get(t, e, "/v1/loads?include=bogus"); code != 400 {
+	if code, _ := e.Get(t, "/v1/loads?include=bogus"); code != 400 {
 		t.Fatalf("bad include answered %d", code)
 	}
 }
 
 func TestSGLangLogLevelWarningSilencesInfo(t *testing.T) {
 	e := start(t, []string{"--log-level", "warning"}, nil)
-	post(t, e, "/v1/chat/completions", chatBody(model, "hi", ""))
+	post(t, e, "/v1/chat/completions", enginetest.ChatBody(model, "hi", ""))
 	if strings.Contains(e.Stderr.String(), "fired up") || strings.Contains(e.Stdout.String(), "POST") {
 		t.Fatalf("info lines at --log-level warning:\nstderr:\n%s\nstdout:\n%s", e.Stderr.String(), e.Stdout.String())
 	}
@@ -606,21 +551,9 @@ func TestSGLangLogLevelWarningSilencesInfo(t *testing.T) {
 func TestTTFTAndITLDelays(t *testing.T) {
 	const ttft, itl = 60 * time.Millisecond, 15 * time.Millisecond
 	e := start(t, []string{"--skip-server-warmup"}, map[string]string{"SIM_ENGINE_TTFT": ttft.String(), "SIM_ENGINE_ITL": itl.String(), "SIM_ENGINE_OUTPUT_TOKENS": "5"})
-	req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/completions", strings.NewReader(`{"prompt":"hi","stream":true,"max_tokens":5,"ignore_eos":true}`))
-	req.Header.Set("Content-Type", "application/json")
-	sent := time.Now()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var arrivals []time.Duration
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "data: {") {
-			arrivals = append(arrivals, time.Since(sent))
-		}
-	}
+	arrivals := e.EventArrivals(t, "/v1/completions", `{"prompt":"hi","stream":true,"max_tokens":5,"ignore_eos":true}`, func(line string) bool {
+		return strings.HasPrefix(line, "data: {")
+	})
 	if len(arrivals) != 5 {
 		t.Fatalf("%d chunks, want 5", len(arrivals))
 	}
@@ -632,7 +565,7 @@ func TestTTFTAndITLDelays(t *testing.T) {
 			t.Fatalf("token %d came %v after the previous one, ITL is %v", i, gap, itl)
 		}
 	}
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	if s := val(f, "sglang:time_to_first_token_seconds_sum"); s < ttft.Seconds() {
 		t.Fatalf("TTFT sum %v", s)
 	}
@@ -644,14 +577,14 @@ func TestTTFTAndITLDelays(t *testing.T) {
 func TestSGLangPrefillNodeRecordsNoTTFTAndReportsBootstrapPort(t *testing.T) {
 	e := start(t, []string{"--disaggregation-mode", "prefill", "--disaggregation-bootstrap-port", "8998"}, nil)
 	post(t, e, "/generate", `{"input_ids":`+ids(1, 10)+`,"sampling_params":{"max_new_tokens":1}}`)
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	if f["sglang:time_to_first_token_seconds"] != nil {
 		t.Fatal("a prefill node recorded TTFT")
 	}
 	if val(f, "sglang:num_requests_total", "engine_type", "prefill") != 2 { // warm-up + ours
 		t.Fatal("requests not counted with engine_type=prefill")
 	}
-	_, body := get(t, e, "/server_info")
+	_, body := e.Get(t, "/server_info")
 	if !strings.Contains(string(body), `"disaggregation_bootstrap_port":8998`) || !strings.Contains(string(body), `"disaggregation_mode":"prefill"`) {
 		t.Fatalf("/server_info %s", body)
 	}

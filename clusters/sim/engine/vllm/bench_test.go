@@ -1,8 +1,6 @@
 package vllm
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -19,27 +17,5 @@ func BenchmarkNonStreamingChat(b *testing.B) {
 	if err := e.WaitReady(5e9); err != nil {
 		b.Fatal(err)
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	body := chatBody(strings.Repeat("A shared system prompt for the benchmark. ", 10)+"and a question", "")
-	b.ReportAllocs()
-	b.SetParallelism(8)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			resp, err := client.Post(e.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				b.Errorf("status %d", resp.StatusCode)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	e.BenchmarkPosts(b, "/v1/chat/completions", chatBody(strings.Repeat("A shared system prompt for the benchmark. ", 10)+"and a question", ""))
 }

@@ -1,9 +1,6 @@
 package vllm
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -38,15 +35,6 @@ func start(t *testing.T, extra []string, env map[string]string) *enginetest.Engi
 	return e
 }
 
-func scrape(t *testing.T, e *enginetest.Engine) enginetest.Families {
-	t.Helper()
-	f, err := e.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 func value(t *testing.T, f enginetest.Families, name string, labels ...string) float64 {
 	t.Helper()
 	v, ok := f.Value(name, labels...)
@@ -72,8 +60,7 @@ func post(t *testing.T, e *enginetest.Engine, path, body string, headers ...stri
 }
 
 func chatBody(content string, extra string) string {
-	c, _ := json.Marshal(content)
-	return `{"model":"` + model + `","messages":[{"role":"user","content":` + string(c) + `}]` + extra + `}`
+	return enginetest.ChatBody(model, content, extra)
 }
 
 // idsPrompt is a completion body whose prompt is exactly these token ids.
@@ -145,16 +132,10 @@ func TestVLLMAcceptsUnderscoreFlagsAndModelOption(t *testing.T) {
 
 func get(t *testing.T, e *enginetest.Engine, path string) (int, []byte, map[string]any) {
 	t.Helper()
-	resp, err := http.Get(e.URL + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
+	code, body := e.Get(t, path)
 	var out map[string]any
-	_ = json.Unmarshal(buf.Bytes(), &out)
-	return resp.StatusCode, buf.Bytes(), out
+	_ = json.Unmarshal(body, &out)
+	return code, body, out
 }
 
 func TestVLLMStartupLogsAnnounceTheServer(t *testing.T) {
@@ -205,7 +186,7 @@ func TestStartupDelayHealth(t *testing.T) {
 
 func TestVLLMCountersHaveTotalSuffixAndPrecreatedSeries(t *testing.T) {
 	e := start(t, nil, nil)
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	for _, name := range []string{"vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "vllm:num_preemptions_total", "vllm:prompt_tokens_cached_total"} {
 		mf := f[name]
 		if mf == nil || mf.GetType().String() != "COUNTER" {
@@ -284,12 +265,12 @@ func TestVLLMPrefixHitsAreBlockAlignedAndCappedAtNMinus1(t *testing.T) {
 		{"17-token prompt shares one block", shared[:17], 17, 16},
 	}
 	for _, st := range steps {
-		before := scrape(t, e)
+		before := e.Scrape(t)
 		code, _, resp := post(t, e, "/v1/completions", idsPrompt(st.prompt, `,"max_tokens":2`))
 		if code != 200 {
 			t.Fatalf("%s: status %d %v", st.name, code, resp)
 		}
-		after := scrape(t, e)
+		after := e.Scrape(t)
 		dq := value(t, after, "vllm:prefix_cache_queries_total") - value(t, before, "vllm:prefix_cache_queries_total")
 		dh := value(t, after, "vllm:prefix_cache_hits_total") - value(t, before, "vllm:prefix_cache_hits_total")
 		if dq != st.queries || dh != st.hits {
@@ -312,9 +293,9 @@ func TestVLLMBlockSizeFlagSetsHitGranularity(t *testing.T) {
 	e := start(t, []string{"--block-size", "32"}, nil)
 	p := idsPrompt(ids(5, 64), `,"max_tokens":1`)
 	post(t, e, "/v1/completions", p)
-	before := scrape(t, e)
+	before := e.Scrape(t)
 	post(t, e, "/v1/completions", p)
-	after := scrape(t, e)
+	after := e.Scrape(t)
 	if dh := value(t, after, "vllm:prefix_cache_hits_total") - value(t, before, "vllm:prefix_cache_hits_total"); dh != 32 {
 		t.Fatalf("hits +%v, want 32 (floor(63/32)*32)", dh)
 	}
@@ -328,7 +309,7 @@ func TestVLLMNoPrefixCachingCountsNothing(t *testing.T) {
 	p := idsPrompt(ids(5, 64), `,"max_tokens":1`)
 	post(t, e, "/v1/completions", p)
 	post(t, e, "/v1/completions", p)
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	if q, h := value(t, f, "vllm:prefix_cache_queries_total"), value(t, f, "vllm:prefix_cache_hits_total"); q != 0 || h != 0 {
 		t.Fatalf("queries %v hits %v with caching off", q, h)
 	}
@@ -344,12 +325,12 @@ func TestVLLMChatSharedPrefixHitsThroughTemplate(t *testing.T) {
 	e := start(t, nil, nil)
 	prefix := strings.Repeat("The shared system context for this test run. ", 12) // ~540 bytes
 	post(t, e, "/v1/chat/completions", chatBody(prefix+"first question", ""))
-	before := scrape(t, e)
+	before := e.Scrape(t)
 	code, _, resp := post(t, e, "/v1/chat/completions", chatBody(prefix+"second, different question", ""))
 	if code != 200 {
 		t.Fatal(code)
 	}
-	after := scrape(t, e)
+	after := e.Scrape(t)
 	n := int(usageOf(t, resp)["prompt_tokens"].(float64))
 	shared := sharedTokens(chatText(prefix+"first question"), chatText(prefix+"second, different question"))
 	want := float64(16 * (min(shared, n-1) / 16))
@@ -464,7 +445,7 @@ func TestVLLMMaxTokensLengthVersusDefaultStop(t *testing.T) {
 	if ch["finish_reason"] != "length" || usageOf(t, resp)["completion_tokens"] != 20.0 {
 		t.Fatalf("ignore_eos: %v", resp)
 	}
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	if value(t, f, "vllm:request_success_total", "finished_reason", "stop") != 1 || value(t, f, "vllm:request_success_total", "finished_reason", "length") != 2 {
 		t.Fatal("request_success_total by reason wrong")
 	}
@@ -483,26 +464,6 @@ func TestVLLMModelsShape(t *testing.T) {
 	}
 }
 
-// sse reads a stream body into its data payloads.
-func sse(t *testing.T, e *enginetest.Engine, path, body string) []string {
-	t.Helper()
-	code, h, b, err := e.Post(path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("stream answered %d %s: %s", code, h.Get("Content-Type"), b)
-	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 func TestStreamUsageChunkRules(t *testing.T) {
 	e := start(t, nil, map[string]string{"SIM_ENGINE_OUTPUT_TOKENS": "3"})
 	hasUsageChunk := func(events []string) bool {
@@ -513,7 +474,7 @@ func TestStreamUsageChunkRules(t *testing.T) {
 		}
 		return false
 	}
-	plain := sse(t, e, "/v1/chat/completions", chatBody("hi", `,"stream":true`))
+	plain := e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true`))
 	if hasUsageChunk(plain) || plain[len(plain)-1] != "[DONE]" {
 		t.Fatalf("no stream_options: %v", plain)
 	}
@@ -522,7 +483,7 @@ func TestStreamUsageChunkRules(t *testing.T) {
 		!strings.Contains(plain[3], `"finish_reason":"stop","stop_reason":null`) || strings.Contains(plain[1], `"usage"`) {
 		t.Fatalf("chunks: %v", plain)
 	}
-	withEmpty := sse(t, e, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{}`))
+	withEmpty := e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{}`))
 	if !hasUsageChunk(withEmpty) || withEmpty[len(withEmpty)-1] != "[DONE]" {
 		t.Fatalf("stream_options {} must default include_usage to true: %v", withEmpty)
 	}
@@ -535,11 +496,11 @@ func TestStreamUsageChunkRules(t *testing.T) {
 	if u.Usage.CompletionTokens != 3 || u.Usage.PromptTokens == 0 {
 		t.Fatalf("usage chunk %s", withEmpty[len(withEmpty)-2])
 	}
-	off := sse(t, e, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{"include_usage":false}`))
+	off := e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{"include_usage":false}`))
 	if hasUsageChunk(off) {
 		t.Fatalf("include_usage false still sent usage: %v", off)
 	}
-	comp := sse(t, e, "/v1/completions", `{"prompt":"hi","stream":true,"max_tokens":2,"stream_options":{"include_usage":true}}`)
+	comp := e.Events(t, "/v1/completions", `{"prompt":"hi","stream":true,"max_tokens":2,"stream_options":{"include_usage":true}}`)
 	if len(comp) != 4 || !strings.Contains(comp[0], `"object":"text_completion"`) || !strings.Contains(comp[1], `"finish_reason":"length"`) || !hasUsageChunk(comp) {
 		t.Fatalf("completion stream: %v", comp)
 	}
@@ -555,7 +516,7 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		f := scrape(t, e)
+		f := e.Scrape(t)
 		if value(t, f, "vllm:num_requests_running") == 2 && value(t, f, "vllm:num_requests_waiting") == 2 {
 			if value(t, f, "vllm:kv_cache_usage_perc") <= 0 {
 				t.Fatal("kv_cache_usage_perc is 0 with two running sequences")
@@ -571,7 +532,7 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	wg.Wait()
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	if value(t, f, "vllm:num_requests_running") != 0 || value(t, f, "vllm:num_requests_waiting") != 0 || value(t, f, "vllm:kv_cache_usage_perc") != 0 {
 		t.Fatal("gauges did not return to 0")
 	}
@@ -583,21 +544,9 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 func TestTTFTAndITLDelays(t *testing.T) {
 	const ttft, itl = 60 * time.Millisecond, 15 * time.Millisecond
 	e := start(t, nil, map[string]string{"SIM_ENGINE_TTFT": ttft.String(), "SIM_ENGINE_ITL": itl.String(), "SIM_ENGINE_OUTPUT_TOKENS": "5"})
-	req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/chat/completions", strings.NewReader(chatBody("hi", `,"stream":true`)))
-	req.Header.Set("Content-Type", "application/json")
-	sent := time.Now()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var arrivals []time.Duration
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "data: {") && strings.Contains(sc.Text(), `"content":"`) && !strings.Contains(sc.Text(), `"role"`) {
-			arrivals = append(arrivals, time.Since(sent))
-		}
-	}
+	arrivals := e.EventArrivals(t, "/v1/chat/completions", chatBody("hi", `,"stream":true`), func(line string) bool {
+		return strings.HasPrefix(line, "data: {") && strings.Contains(line, `"content":"`) && !strings.Contains(line, `"role"`)
+	})
 	if len(arrivals) != 5 {
 		t.Fatalf("%d content chunks, want 5", len(arrivals))
 	}
@@ -609,7 +558,7 @@ func TestTTFTAndITLDelays(t *testing.T) {
 			t.Fatalf("token %d came %v after the previous one, ITL is %v", i, gap, itl)
 		}
 	}
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	if s := value(t, f, "vllm:time_to_first_token_seconds_sum"); s < ttft.Seconds() {
 		t.Fatalf("TTFT histogram sum %v < %v", s, ttft.Seconds())
 	}
@@ -623,22 +572,10 @@ func TestTTFTAndITLDelays(t *testing.T) {
 
 func TestClientDisconnectCountsAbort(t *testing.T) {
 	e := start(t, nil, map[string]string{"SIM_ENGINE_ITL": "200ms"})
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.URL+"/v1/chat/completions", strings.NewReader(chatBody("hi", `,"stream":true`)))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(resp.Body)
-	if _, err := r.ReadString('\n'); err != nil { // the role chunk arrived
-		t.Fatal(err)
-	}
-	cancel()
-	resp.Body.Close()
+	e.AbandonStream(t, "/v1/chat/completions", chatBody("hi", `,"stream":true`)) // after the role chunk
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		f := scrape(t, e)
+		f := e.Scrape(t)
 		if value(t, f, "vllm:request_success_total", "finished_reason", "abort") == 1 && value(t, f, "vllm:num_requests_running") == 0 {
 			if value(t, f, "vllm:request_success_total", "finished_reason", "stop") != 0 {
 				t.Fatal("aborted request also counted as stop")
@@ -657,13 +594,13 @@ func TestVLLMMetricsMatchUpstreamTestCounts(t *testing.T) {
 	// of P prompt tokens with max_tokens M.
 	const N, P, M = 3, 40, 4
 	e := start(t, nil, nil)
-	before := scrape(t, e)
+	before := e.Scrape(t)
 	for i := range N {
 		if code, _, resp := post(t, e, "/v1/completions", idsPrompt(ids(100*i, P), fmt.Sprintf(`,"max_tokens":%d`, M))); code != 200 {
 			t.Fatalf("%d %v", code, resp)
 		}
 	}
-	after := scrape(t, e)
+	after := e.Scrape(t)
 	delta := func(name string) float64 { return value(t, after, name) - value(t, before, name) }
 	for name, want := range map[string]float64{
 		"vllm:time_to_first_token_seconds_count":    N,
@@ -693,7 +630,7 @@ func TestVLLMHTTPInstrumentatorCountsRoutes(t *testing.T) {
 	post(t, e, "/v1/chat/completions", chatBody("hi", ""))
 	post(t, e, "/v1/chat/completions", `{"model":"nope","messages":[]}`)
 	get(t, e, "/health")
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	if v := value(t, f, "http_requests_total", "handler", "/v1/chat/completions", "method", "POST", "status", "2xx"); v != 1 {
 		t.Fatalf("2xx chat requests %v", v)
 	}
@@ -730,7 +667,7 @@ func TestVLLMOrcaLoadHeader(t *testing.T) {
 func TestVLLMDisableLogStatsLeavesOnlyHTTPSeries(t *testing.T) {
 	e := start(t, []string{"--disable-log-stats"}, nil)
 	post(t, e, "/v1/chat/completions", chatBody("hi", ""))
-	f := scrape(t, e)
+	f := e.Scrape(t)
 	for name := range f {
 		if strings.HasPrefix(name, "vllm:") {
 			t.Fatalf("%s exposed with --disable-log-stats", name)
