@@ -1,15 +1,13 @@
 package sglanggateway
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/observer"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/reqid"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
@@ -27,18 +25,8 @@ const errNoWorkers = "No available workers (all circuits open or unhealthy)"
 // layers around everything.
 func (rt *router) handler() http.Handler {
 	mux := http.NewServeMux()
-	method := func(m, path string, h http.HandlerFunc) {
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != m && !(m == http.MethodGet && r.Method == http.MethodHead) {
-				w.Header().Set("Allow", m)
-				w.WriteHeader(http.StatusMethodNotAllowed)
-				return
-			}
-			h(w, r)
-		})
-	}
-	post := func(path string, h http.HandlerFunc) { method(http.MethodPost, path, h) }
-	get := func(path string, h http.HandlerFunc) { method(http.MethodGet, path, h) }
+	post := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodPost, "POST", h)) }
+	get := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodGet, "GET", h)) }
 
 	post("/generate", rt.typed("/generate"))
 	post("/v1/chat/completions", rt.typed("/v1/chat/completions"))
@@ -49,8 +37,8 @@ func (rt *router) handler() http.Handler {
 	post("/v1/rerank", rt.typed("/v1/rerank"))
 	post("/v1/classify", rt.typed("/v1/classify"))
 
-	get("/liveness", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "OK") })
-	get("/health", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "OK") })
+	get("/liveness", func(w http.ResponseWriter, r *http.Request) { httpx.Text(w, http.StatusOK, "OK") })
+	get("/health", func(w http.ResponseWriter, r *http.Request) { httpx.Text(w, http.StatusOK, "OK") })
 	get("/readiness", rt.readiness)
 	get("/health_generate", rt.healthGenerate)
 	get("/v1/models", rt.models)
@@ -61,15 +49,7 @@ func (rt *router) handler() http.Handler {
 	get(observer.Path, observer.Handler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
 
-	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > int64(rt.cfg.MaxPayload) {
-			text(w, http.StatusRequestEntityTooLarge, "length limit exceeded")
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, int64(rt.cfg.MaxPayload))
-		mux.ServeHTTP(w, r)
-	})
-	return reqid.Middleware(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(limited))
+	return reqid.Middleware(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(httpx.LimitBody(rt.cfg.MaxPayload, mux)))
 }
 
 // httpMetrics is the HTTP layer's series: the request when it arrives, the
@@ -112,41 +92,6 @@ func (s *statusWriter) Flush() {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-func text(w http.ResponseWriter, status int, body string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, body)
-}
-
-type kv struct {
-	k string
-	v any
-}
-
-// orderedJSON renders keys in insertion order (serde_json preserve_order).
-func orderedJSON(pairs ...kv) []byte {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, p := range pairs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, _ := json.Marshal(p.k)
-		var vb []byte
-		if raw, ok := p.v.(json.RawMessage); ok {
-			vb = raw
-		} else {
-			vb, _ = json.Marshal(p.v)
-		}
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(vb)
-	}
-	b.WriteByte('}')
-	return b.Bytes()
-}
-
 func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -156,12 +101,12 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 
 // smgError is routers::error::create_error: JSON
 // {"error":{"type","code","message"}} plus X-SMG-Error-Code.
-func smgError(status int, code, message string) outcome {
-	body := orderedJSON(kv{"error", json.RawMessage(orderedJSON(kv{"type", canonicalReason(status)}, kv{"code", code}, kv{"message", message}))})
+func smgError(status int, code, message string) httpx.Outcome {
+	body := httpx.Ordered("error", json.RawMessage(httpx.Ordered("type", canonicalReason(status), "code", code, "message", message)))
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-SMG-Error-Code", code)
-	return outcome{status: status, header: h, body: body, routerMade: true}
+	return httpx.Outcome{Status: status, Header: h, Body: body, RouterMade: true}
 }
 
 // canonicalReason is http::StatusCode::canonical_reason.
@@ -188,35 +133,35 @@ func (rt *router) readiness(w http.ResponseWriter, r *http.Request) {
 		ready = hasPre && hasDec
 	}
 	if ready {
-		writeRaw(w, http.StatusOK, orderedJSON(kv{"status", "ready"}, kv{"healthy_workers", healthy}, kv{"total_workers", len(all)}))
+		writeRaw(w, http.StatusOK, httpx.Ordered("status", "ready", "healthy_workers", healthy, "total_workers", len(all)))
 		return
 	}
-	writeRaw(w, http.StatusServiceUnavailable, orderedJSON(kv{"status", "not ready"}, kv{"reason", "insufficient healthy workers"}))
+	writeRaw(w, http.StatusServiceUnavailable, httpx.Ordered("status", "not ready", "reason", "insufficient healthy workers"))
 }
 
 func (rt *router) healthGenerate(w http.ResponseWriter, r *http.Request) {
 	for _, wk := range rt.reg.All() {
 		if wk.Healthy() {
-			text(w, http.StatusOK, "At least one router has healthy workers")
+			httpx.Text(w, http.StatusOK, "At least one router has healthy workers")
 			return
 		}
 	}
-	text(w, http.StatusServiceUnavailable, "No routers with healthy workers available")
+	httpx.Text(w, http.StatusServiceUnavailable, "No routers with healthy workers available")
 }
 
 // models is the IGW registry's model list.
 func (rt *router) models(w http.ResponseWriter, r *http.Request) {
 	names := rt.modelNames()
 	if len(names) == 0 {
-		text(w, http.StatusServiceUnavailable, "No models available")
+		httpx.Text(w, http.StatusServiceUnavailable, "No models available")
 		return
 	}
 	data := make([]json.RawMessage, len(names))
 	for i, n := range names {
-		data[i] = orderedJSON(kv{"id", n}, kv{"object", "model"}, kv{"owned_by", "local"})
+		data[i] = httpx.Ordered("id", n, "object", "model", "owned_by", "local")
 	}
 	raw, _ := json.Marshal(data)
-	body := orderedJSON(kv{"object", "list"}, kv{"data", json.RawMessage(raw)})
+	body := httpx.Ordered("object", "list", "data", json.RawMessage(raw))
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
@@ -236,7 +181,7 @@ func (rt *router) modelNames() []string {
 }
 
 func (rt *router) serverInfo(w http.ResponseWriter, r *http.Request) {
-	text(w, http.StatusOK, string(orderedJSON(kv{"router_manager", true}, kv{"routers_count", 5}, kv{"workers_count", len(rt.reg.All())})))
+	httpx.Text(w, http.StatusOK, string(httpx.Ordered("router_manager", true, "routers_count", 5, "workers_count", len(rt.reg.All()))))
 }
 
 // modelInfo proxies to the first healthy worker (the default router's
@@ -250,15 +195,15 @@ func (rt *router) modelInfo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if first == nil {
-		writeOutcome(w, smgError(http.StatusServiceUnavailable, "no_workers", "No workers are available"), false)
+		smgError(http.StatusServiceUnavailable, "no_workers", "No workers are available").Write(w, false)
 		return
 	}
 	res := upstream.Send(r.Context(), rt.client, http.MethodGet, first.URL()+"/get_model_info", nil, forwardHeaders(r.Header), false, nil)
 	if res.Err != nil {
-		writeOutcome(w, smgError(http.StatusInternalServerError, "call_upstream_request_error", res.Err.Error()), false)
+		smgError(http.StatusInternalServerError, "call_upstream_request_error", res.Err.Error()).Write(w, false)
 		return
 	}
-	writeOutcome(w, outcome{status: res.Status, header: res.Header, body: res.Body}, false)
+	httpx.Outcome{Status: res.Status, Header: res.Header, Body: res.Body}.Write(w, false)
 }
 
 func (rt *router) listWorkers(w http.ResponseWriter, r *http.Request) {
@@ -292,55 +237,6 @@ func forwardHeaders(in http.Header) http.Header {
 	return out
 }
 
-// outcome is one attempt's answer.
-type outcome struct {
-	status     int
-	header     http.Header
-	body       []byte
-	routerMade bool
-	live       *http.Response
-	// done runs when the answer has been written (the load guard drop).
-	done func()
-}
-
-// readJSON decodes a JSON object body (axum's Json / ValidatedJson answers).
-func readJSON(w http.ResponseWriter, r *http.Request, required ...string) ([]byte, map[string]any, bool) {
-	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	if !strings.HasPrefix(ct, "application/json") && !strings.Contains(ct, "+json") {
-		text(w, http.StatusUnsupportedMediaType, "Expected request with `Content-Type: application/json`")
-		return nil, nil, false
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
-			return nil, nil, false
-		}
-		text(w, http.StatusBadRequest, "Failed to buffer the request body: "+err.Error())
-		return nil, nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		text(w, http.StatusBadRequest, "Failed to parse the request body as JSON: "+err.Error())
-		return nil, nil, false
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: expected a JSON object")
-		return nil, nil, false
-	}
-	for _, f := range required {
-		if _, ok := obj[f]; !ok {
-			text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: missing field `"+f+"`")
-			return nil, nil, false
-		}
-	}
-	return body, obj, true
-}
-
 // typed is the IGW RouterManager path plus route_typed_request.
 func (rt *router) typed(route string) http.HandlerFunc {
 	var required []string
@@ -353,7 +249,7 @@ func (rt *router) typed(route string) http.HandlerFunc {
 		required = []string{"model", "input"}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, obj, ok := readJSON(w, r, required...)
+		body, obj, ok := httpx.ReadJSON(w, r, required...)
 		if !ok {
 			return
 		}
@@ -365,7 +261,7 @@ func (rt *router) typed(route string) http.HandlerFunc {
 		}
 		if route == "/v1/chat/completions" {
 			if msgs, _ := obj["messages"].([]any); len(msgs) == 0 {
-				writeOutcome(w, outcome{status: http.StatusBadRequest, body: []byte("messages cannot be empty"), routerMade: true}, false)
+				httpx.Text(w, http.StatusBadRequest, "messages cannot be empty")
 				return
 			}
 		}
@@ -374,18 +270,18 @@ func (rt *router) typed(route string) http.HandlerFunc {
 			names := rt.modelNames()
 			switch len(names) {
 			case 0:
-				text(w, http.StatusServiceUnavailable, "No models available - no workers registered")
+				httpx.Text(w, http.StatusServiceUnavailable, "No models available - no workers registered")
 				return
 			case 1:
 				model = names[0]
 			default:
-				text(w, http.StatusBadRequest, "Model must be specified. Available models: "+strings.Join(names, ", "))
+				httpx.Text(w, http.StatusBadRequest, "Model must be specified. Available models: "+strings.Join(names, ", "))
 				return
 			}
 		}
 		pd, ok := rt.selectRouter(model)
 		if !ok {
-			text(w, http.StatusNotFound, "Model '"+model+"' not found or no router available")
+			httpx.Text(w, http.StatusNotFound, "Model '"+model+"' not found or no router available")
 			return
 		}
 		if pd {
@@ -460,14 +356,6 @@ func (rt *router) candidates(model string, role workers.Role) []*workers.Worker 
 	return out
 }
 
-func asPolicyWorkers(ws []*workers.Worker) []policy.Worker {
-	out := make([]policy.Worker, len(ws))
-	for i, w := range ws {
-		out[i] = w
-	}
-	return out
-}
-
 // selected records a pick: worker_selection_total and the branch counters.
 func (rt *router) selected(workerType, model string, pol policy.Policy) {
 	rt.m.selection.WithLabelValues(workerType, "http", model, pol.Name()).Inc()
@@ -502,16 +390,16 @@ func (rt *router) routeRegular(w http.ResponseWriter, r *http.Request, route str
 	hdr.Set("Content-Type", "application/json")
 	txt := routeText(route, obj)
 	out := retry.Do(r.Context(), rt.retryCfg,
-		func(uint32) outcome {
+		func(uint32) httpx.Outcome {
 			o := rt.attempt(r, route, body, hdr, txt, model, stream)
-			rt.m.upstreamResp.WithLabelValues("http", strconv.Itoa(o.status), errorCode(o)).Inc()
+			rt.m.upstreamResp.WithLabelValues("http", strconv.Itoa(o.Status), errorCode(o)).Inc()
 			return o
 		},
-		func(o outcome) bool {
-			if retry.Retryable(o.status) {
+		func(o httpx.Outcome) bool {
+			if retry.Retryable(o.Status) {
 				// The dropped response releases its load guard.
-				if o.done != nil {
-					o.done()
+				if o.Done != nil {
+					o.Done()
 				}
 				return true
 			}
@@ -522,32 +410,32 @@ func (rt *router) routeRegular(w http.ResponseWriter, r *http.Request, route str
 			rt.m.backoff(d, next)
 		},
 		func() { rt.m.retriesExhausted.WithLabelValues("regular", endpoint).Inc() })
-	if out.status/100 == 2 {
+	if out.Status/100 == 2 {
 		rt.m.routerDuration.WithLabelValues("http", "regular", "http", model, endpoint).Observe(time.Since(start).Seconds())
-	} else if !retry.Retryable(out.status) {
-		rt.m.routerErrors.WithLabelValues("http", "regular", "http", model, endpoint, errorTypeFromStatus(out.status)).Inc()
+	} else if !retry.Retryable(out.Status) {
+		rt.m.routerErrors.WithLabelValues("http", "regular", "http", model, endpoint, errorTypeFromStatus(out.Status)).Inc()
 	}
-	if retry.Retryable(out.status) {
-		out.done = nil // already released
+	if retry.Retryable(out.Status) {
+		out.Done = nil // already released
 	}
-	writeOutcome(w, out, stream)
+	out.Write(w, stream)
 }
 
-func errorCode(o outcome) string {
-	if o.header == nil {
+func errorCode(o httpx.Outcome) string {
+	if o.Header == nil {
 		return ""
 	}
-	return o.header.Get("X-SMG-Error-Code")
+	return o.Header.Get("X-SMG-Error-Code")
 }
 
 // attempt is route_typed_request_once: select_worker_for_model (policy
 // re-run on every attempt), the load guard under cache_aware, send.
-func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.Header, txt, model string, stream bool) outcome {
+func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.Header, txt, model string, stream bool) httpx.Outcome {
 	avail := rt.candidates(model, workers.Regular)
 	if len(avail) == 0 {
 		return smgError(http.StatusServiceUnavailable, "no_available_workers", errNoWorkers)
 	}
-	d := rt.pols.Regular.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header, Model: model})
+	d := rt.pols.Regular.Select(workers.AsPolicy(avail), policy.Request{Text: txt, Headers: r.Header, Model: model})
 	rt.branch(rt.pols.Regular, d)
 	if d.Index < 0 || d.Index >= len(avail) {
 		return smgError(http.StatusServiceUnavailable, "no_available_workers", errNoWorkers)
@@ -566,54 +454,21 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 		}
 	}
 	res := upstream.Send(r.Context(), rt.client, http.MethodPost, wk.URL()+route, body, hdr, stream, retry.Retryable)
-	var out outcome
+	var out httpx.Outcome
 	switch {
 	case res.Err != nil && res.ReadErr:
 		out = smgError(http.StatusInternalServerError, "read_response_body_failed", "Failed to read response body: "+res.Err.Error())
 	case res.Err != nil:
 		out = smgError(http.StatusInternalServerError, "call_upstream_request_error", res.Err.Error()+". URL: "+wk.URL()+route)
 	case res.Live != nil:
-		out = outcome{status: res.Status, header: res.Header, live: res.Live}
+		out = httpx.Outcome{Status: res.Status, Header: res.Header, Live: res.Live}
 	default:
-		out = outcome{status: res.Status, header: res.Header, body: res.Body}
+		out = httpx.Outcome{Status: res.Status, Header: res.Header, Body: res.Body}
 	}
-	out.done = release
-	rt.recordOutcome(wk, out.status)
-	if out.status/100 == 5 {
-		rt.m.workerErrors.WithLabelValues("regular", "http", errorTypeFromStatus(out.status)).Inc()
+	out.Done = release
+	rt.recordOutcome(wk, out.Status)
+	if out.Status/100 == 5 {
+		rt.m.workerErrors.WithLabelValues("regular", "http", errorTypeFromStatus(out.Status)).Inc()
 	}
 	return out
-}
-
-// writeOutcome answers the client: buffered bodies whole, streams relayed
-// chunk by chunk with Content-Type forced to text/event-stream; done runs
-// once the answer is written.
-func writeOutcome(w http.ResponseWriter, o outcome, stream bool) {
-	if o.done != nil {
-		defer o.done()
-	}
-	h := w.Header()
-	if o.live != nil {
-		defer o.live.Body.Close()
-		upstream.CopyResponseHeaders(h, o.live.Header)
-		h.Del("Content-Length")
-		h.Set("Content-Type", "text/event-stream")
-		w.WriteHeader(o.status)
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
-		_ = upstream.Relay(w, o.live.Body, nil)
-		return
-	}
-	if o.routerMade && o.header == nil {
-		text(w, o.status, string(o.body))
-		return
-	}
-	upstream.CopyResponseHeaders(h, o.header)
-	if stream && !o.routerMade {
-		h.Set("Content-Type", "text/event-stream")
-	}
-	h.Set("Content-Length", strconv.Itoa(len(o.body)))
-	w.WriteHeader(o.status)
-	_, _ = w.Write(o.body)
 }

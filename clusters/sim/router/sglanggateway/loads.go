@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
@@ -57,13 +58,13 @@ func (rt *router) fetchLoads(ctx context.Context) []loadInfo {
 func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
 	var items []json.RawMessage
 	for _, l := range rt.fetchLoads(r.Context()) {
-		items = append(items, orderedJSON(kv{"worker", l.worker}, kv{"load", l.load}))
+		items = append(items, httpx.Ordered("worker", l.worker, "load", l.load))
 	}
 	if items == nil {
 		items = []json.RawMessage{}
 	}
 	raw, _ := json.Marshal(items)
-	writeRaw(w, http.StatusOK, orderedJSON(kv{"workers", json.RawMessage(raw)}))
+	writeRaw(w, http.StatusOK, httpx.Ordered("workers", json.RawMessage(raw)))
 }
 
 // runLoadMonitor is LoadMonitor: with a power_of_two policy, poll the loads

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routetext"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
@@ -46,8 +47,8 @@ func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, 
 	hdr.Set("Content-Type", "application/json")
 	txt := pdText(route, obj)
 	out := retry.Do(r.Context(), rt.retryCfg,
-		func(uint32) outcome { return rt.pdAttempt(r, route, obj, hdr, txt, model, stream) },
-		func(o outcome) bool { return retry.Retryable(o.status) },
+		func(uint32) httpx.Outcome { return rt.pdAttempt(r, route, obj, hdr, txt, model, stream) },
+		func(o httpx.Outcome) bool { return retry.Retryable(o.Status) },
 		func(d time.Duration, next uint32) {
 			rt.m.retries.WithLabelValues("prefill", endpoint).Inc()
 			rt.m.retries.WithLabelValues("decode", endpoint).Inc()
@@ -57,12 +58,12 @@ func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, 
 			rt.m.retriesExhausted.WithLabelValues("prefill", endpoint).Inc()
 			rt.m.retriesExhausted.WithLabelValues("decode", endpoint).Inc()
 		})
-	if out.status/100 == 2 {
+	if out.Status/100 == 2 {
 		rt.m.routerDuration.WithLabelValues("http", "pd", "http", model, endpoint).Observe(time.Since(start).Seconds())
-	} else if !retry.Retryable(out.status) {
-		rt.m.routerErrors.WithLabelValues("http", "pd", "http", model, endpoint, errorTypeFromStatus(out.status)).Inc()
+	} else if !retry.Retryable(out.Status) {
+		rt.m.routerErrors.WithLabelValues("http", "pd", "http", model, endpoint, errorTypeFromStatus(out.Status)).Inc()
 	}
-	writeOutcome(w, out, stream)
+	out.Write(w, stream)
 }
 
 func (rt *router) pdPick(pol policy.Policy, role workers.Role, r *http.Request, txt, model string) (*workers.Worker, string) {
@@ -70,7 +71,7 @@ func (rt *router) pdPick(pol policy.Policy, role workers.Role, r *http.Request, 
 	if len(avail) == 0 {
 		return nil, "No available " + string(role) + " workers (all circuits open or unhealthy)"
 	}
-	d := pol.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header, Model: model})
+	d := pol.Select(workers.AsPolicy(avail), policy.Request{Text: txt, Headers: r.Header, Model: model})
 	rt.branch(pol, d)
 	if d.Index < 0 || d.Index >= len(avail) {
 		return nil, "Policy " + pol.Name() + " failed to select a " + string(role) + " worker"
@@ -78,7 +79,7 @@ func (rt *router) pdPick(pol policy.Policy, role workers.Role, r *http.Request, 
 	return avail[d.Index], ""
 }
 
-func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, hdr http.Header, txt, model string, stream bool) outcome {
+func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, hdr http.Header, txt, model string, stream bool) httpx.Outcome {
 	pre, msg := rt.pdPick(rt.pols.Prefill, workers.Prefill, r, txt, model)
 	if pre == nil {
 		return smgError(http.StatusServiceUnavailable, "server_selection_failed", msg)
@@ -131,7 +132,7 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	wg.Wait()
 	release()
 
-	var out outcome
+	var out httpx.Outcome
 	switch {
 	case pres.Err != nil:
 		if dres.Live != nil {
@@ -142,21 +143,21 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 		if dres.Live != nil {
 			_ = dres.Live.Body.Close()
 		}
-		out = outcome{status: pres.Status, header: pres.Header, body: pres.Body}
+		out = httpx.Outcome{Status: pres.Status, Header: pres.Header, Body: pres.Body}
 	case dres.Err != nil:
 		out = smgError(http.StatusInternalServerError, "decode_request_failed", "Decode server error: "+dres.Err.Error())
 	case dres.Live != nil:
-		out = outcome{status: dres.Status, header: dres.Header, live: dres.Live}
+		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Live: dres.Live}
 	default:
-		out = outcome{status: dres.Status, header: dres.Header, body: dres.Body}
+		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Body: dres.Body}
 	}
-	notErr := out.status/100 == 2 || out.status/100 == 4
+	notErr := out.Status/100 == 2 || out.Status/100 == 4
 	for _, wk := range []*workers.Worker{pre, dec} {
 		rt.recordOutcome(wk, map[bool]int{true: 200, false: 500}[notErr])
 	}
-	if out.status/100 == 5 {
-		rt.m.workerErrors.WithLabelValues("prefill", "http", errorTypeFromStatus(out.status)).Inc()
-		rt.m.workerErrors.WithLabelValues("decode", "http", errorTypeFromStatus(out.status)).Inc()
+	if out.Status/100 == 5 {
+		rt.m.workerErrors.WithLabelValues("prefill", "http", errorTypeFromStatus(out.Status)).Inc()
+		rt.m.workerErrors.WithLabelValues("decode", "http", errorTypeFromStatus(out.Status)).Inc()
 	}
 	return out
 }

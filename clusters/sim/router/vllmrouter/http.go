@@ -3,7 +3,6 @@ package vllmrouter
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/observer"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/reqid"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
@@ -31,26 +31,8 @@ const errNoWorkers = "No available workers (all circuits open or unhealthy)"
 // under the request-id layer.
 func (rt *router) handler() http.Handler {
 	mux := http.NewServeMux()
-	post := func(path string, h http.HandlerFunc) {
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost {
-				w.Header().Set("Allow", "POST")
-				w.WriteHeader(http.StatusMethodNotAllowed)
-				return
-			}
-			h(w, r)
-		})
-	}
-	get := func(path string, h http.HandlerFunc) {
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				w.Header().Set("Allow", "GET,HEAD")
-				w.WriteHeader(http.StatusMethodNotAllowed)
-				return
-			}
-			h(w, r)
-		})
-	}
+	post := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodPost, "POST", h)) }
+	get := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodGet, "GET,HEAD", h)) }
 	post("/generate", rt.typed("/generate", routetext.VRGenerate))
 	post("/v1/chat/completions", rt.typed("/v1/chat/completions", routetext.VRChat))
 	post("/v1/completions", rt.typed("/v1/completions", func(b map[string]any) string { return routetext.VRPrompt(b["prompt"]) }))
@@ -59,7 +41,7 @@ func (rt *router) handler() http.Handler {
 	post("/rerank", rt.typed("/v1/rerank", func(b map[string]any) string { s, _ := b["query"].(string); return s }))
 	post("/v1/rerank", rt.typed("/v1/rerank", func(b map[string]any) string { s, _ := b["query"].(string); return s }))
 
-	get("/liveness", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "OK") })
+	get("/liveness", func(w http.ResponseWriter, r *http.Request) { httpx.Text(w, http.StatusOK, "OK") })
 	get("/health", rt.health)
 	get("/readiness", rt.readiness)
 	get("/health_generate", rt.proxyFirst("health_generate"))
@@ -75,15 +57,7 @@ func (rt *router) handler() http.Handler {
 	get(observer.Path, observer.Handler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
 	mux.HandleFunc("/", rt.transparentProxy)
 
-	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > int64(rt.cfg.MaxPayload) {
-			text(w, http.StatusRequestEntityTooLarge, "length limit exceeded")
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, int64(rt.cfg.MaxPayload))
-		mux.ServeHTTP(w, r)
-	})
-	return reqid.Middleware(rt.cfg.RequestIDHeaders, false, limited)
+	return reqid.Middleware(rt.cfg.RequestIDHeaders, false, httpx.LimitBody(rt.cfg.MaxPayload, mux))
 }
 
 func nonNil(s []string) []string {
@@ -91,38 +65,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func text(w http.ResponseWriter, status int, body string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, body)
-}
-
-// orderedJSON writes keys in the given order (serde_json's preserve_order).
-type kv struct {
-	k string
-	v any
-}
-
-func writeOrdered(w http.ResponseWriter, status int, pairs ...kv) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, p := range pairs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, _ := json.Marshal(p.k)
-		vb, _ := json.Marshal(p.v)
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(vb)
-	}
-	b.WriteByte('}')
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b.Bytes())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -140,10 +82,10 @@ func (rt *router) health(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(bad) == 0 {
-		text(w, http.StatusOK, "All servers healthy")
+		httpx.Text(w, http.StatusOK, "All servers healthy")
 		return
 	}
-	text(w, http.StatusServiceUnavailable, "Unhealthy servers: "+rustfmt.StrVec(bad))
+	httpx.Text(w, http.StatusServiceUnavailable, "Unhealthy servers: "+rustfmt.StrVec(bad))
 }
 
 func (rt *router) readiness(w http.ResponseWriter, r *http.Request) {
@@ -155,10 +97,10 @@ func (rt *router) readiness(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if healthy > 0 {
-		writeOrdered(w, http.StatusOK, kv{"status", "ready"}, kv{"healthy_workers", healthy}, kv{"total_workers", len(all)})
+		writeJSON(w, http.StatusOK, json.RawMessage(httpx.Ordered("status", "ready", "healthy_workers", healthy, "total_workers", len(all))))
 		return
 	}
-	writeOrdered(w, http.StatusServiceUnavailable, kv{"status", "not_ready"}, kv{"reason", "no healthy workers available"}, kv{"total_workers", len(all)})
+	writeJSON(w, http.StatusServiceUnavailable, json.RawMessage(httpx.Ordered("status", "not_ready", "reason", "no healthy workers available", "total_workers", len(all))))
 }
 
 // forwardHeaders are the client headers VR passes on: all of them but
@@ -182,16 +124,16 @@ func (rt *router) proxyFirst(path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		all := rt.reg.All()
 		if len(all) == 0 {
-			text(w, http.StatusServiceUnavailable, "No workers are available")
+			httpx.Text(w, http.StatusServiceUnavailable, "No workers are available")
 			return
 		}
 		res := upstream.Send(r.Context(), rt.client, http.MethodGet, all[0].URL()+"/"+path, nil, forwardHeaders(r.Header), false, nil)
 		if res.Err != nil {
 			if res.ReadErr {
-				text(w, http.StatusInternalServerError, "Failed to read response: "+res.Err.Error())
+				httpx.Text(w, http.StatusInternalServerError, "Failed to read response: "+res.Err.Error())
 				return
 			}
-			text(w, http.StatusInternalServerError, "Request failed: "+res.Err.Error())
+			httpx.Text(w, http.StatusInternalServerError, "Request failed: "+res.Err.Error())
 			return
 		}
 		upstream.CopyResponseHeaders(w.Header(), res.Header)
@@ -227,85 +169,29 @@ func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
 func (rt *router) addWorker(w http.ResponseWriter, r *http.Request) {
 	u := r.URL.Query().Get("url")
 	if u == "" {
-		text(w, http.StatusBadRequest, "Worker URL required. Provide 'url' query parameter")
+		httpx.Text(w, http.StatusBadRequest, "Worker URL required. Provide 'url' query parameter")
 		return
 	}
 	if rt.reg.Get(u) != nil {
-		text(w, http.StatusBadRequest, "Worker "+u+" already exists")
+		httpx.Text(w, http.StatusBadRequest, "Worker "+u+" already exists")
 		return
 	}
 	if !workers.Probe(r.Context(), rt.probe, u+"/health", cli.Secs(rt.cfg.StartupTimeout)) {
-		text(w, http.StatusBadRequest, fmt.Sprintf("Timeout %ds waiting for worker %s to become healthy", rt.cfg.StartupTimeout, u))
+		httpx.Text(w, http.StatusBadRequest, fmt.Sprintf("Timeout %ds waiting for worker %s to become healthy", rt.cfg.StartupTimeout, u))
 		return
 	}
 	rt.admit(u, 0, workers.Regular, "", "", nil)
-	text(w, http.StatusOK, "Successfully added worker: "+u)
+	httpx.Text(w, http.StatusOK, "Successfully added worker: "+u)
 }
 
 func (rt *router) removeWorker(w http.ResponseWriter, r *http.Request) {
 	u := r.URL.Query().Get("url")
 	if u == "" {
-		text(w, http.StatusBadRequest, "Worker URL required. Provide 'url' query parameter")
+		httpx.Text(w, http.StatusBadRequest, "Worker URL required. Provide 'url' query parameter")
 		return
 	}
 	rt.remove(u)
-	text(w, http.StatusOK, "Successfully removed worker: "+u)
-}
-
-// readJSON reads and decodes a JSON object body the way axum's Json
-// extractor answers: 415 without a JSON content type, 413 over the payload
-// limit, 400 for a syntax error, 422 for a body of the wrong shape.
-func readJSON(w http.ResponseWriter, r *http.Request, required ...string) ([]byte, map[string]any, bool) {
-	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	if !strings.HasPrefix(ct, "application/json") && !strings.Contains(ct, "+json") {
-		text(w, http.StatusUnsupportedMediaType, "Expected request with `Content-Type: application/json`")
-		return nil, nil, false
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
-			return nil, nil, false
-		}
-		text(w, http.StatusBadRequest, "Failed to buffer the request body: "+err.Error())
-		return nil, nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		text(w, http.StatusBadRequest, "Failed to parse the request body as JSON: "+err.Error())
-		return nil, nil, false
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: expected a JSON object")
-		return nil, nil, false
-	}
-	for _, f := range required {
-		if _, ok := obj[f]; !ok {
-			text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: missing field `"+f+"`")
-			return nil, nil, false
-		}
-	}
-	return body, obj, true
-}
-
-// outcome is one attempt's answer.
-type outcome struct {
-	status int
-	header http.Header
-	body   []byte
-	// routerMade marks a plain-text answer the router wrote itself.
-	routerMade bool
-	live       *http.Response
-	onChunk    func([]byte)
-	done       func()
-}
-
-func routerText(status int, msg string) outcome {
-	return outcome{status: status, body: []byte(msg), routerMade: true}
+	httpx.Text(w, http.StatusOK, "Successfully removed worker: "+u)
 }
 
 func (rt *router) available(role workers.Role) []*workers.Worker {
@@ -314,14 +200,6 @@ func (rt *router) available(role workers.Role) []*workers.Worker {
 		if w.Role() == role && w.Available() {
 			out = append(out, w)
 		}
-	}
-	return out
-}
-
-func asPolicyWorkers(ws []*workers.Worker) []policy.Worker {
-	out := make([]policy.Worker, len(ws))
-	for i, w := range ws {
-		out[i] = w
 	}
 	return out
 }
@@ -342,7 +220,7 @@ func (rt *router) typed(route string, textOf func(map[string]any) string) http.H
 		required = []string{"prompt"}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, obj, ok := readJSON(w, r, required...)
+		body, obj, ok := httpx.ReadJSON(w, r, required...)
 		if !ok {
 			return
 		}
@@ -356,35 +234,35 @@ func (rt *router) typed(route string, textOf func(map[string]any) string) http.H
 		hdr.Set("Content-Type", "application/json")
 		txt := textOf(obj)
 		out := retry.Do(r.Context(), rt.retryCfg,
-			func(uint32) outcome { return rt.attempt(r, route, body, hdr, txt, stream) },
-			func(o outcome) bool { return retry.Retryable(o.status) },
+			func(uint32) httpx.Outcome { return rt.attempt(r, route, body, hdr, txt, stream) },
+			func(o httpx.Outcome) bool { return retry.Retryable(o.Status) },
 			func(d time.Duration, next uint32) {
 				rt.m.retries.WithLabelValues(route).Inc()
 				rt.m.backoff(d, next)
 			},
 			func() { rt.m.retriesExhausted.WithLabelValues(route).Inc() })
-		if out.status/100 == 2 {
+		if out.Status/100 == 2 {
 			rt.m.requests.WithLabelValues(route).Inc()
 			rt.m.generateDuration.Observe(time.Since(start).Seconds())
-		} else if !retry.Retryable(out.status) {
+		} else if !retry.Retryable(out.Status) {
 			rt.m.requestErrors.WithLabelValues(route, "non_retryable_error").Inc()
 		}
-		writeOutcome(w, out, stream)
+		out.Write(w, stream)
 	}
 }
 
 // attempt is one pass of the retry loop: select (re-running the policy),
 // count load under cache_aware, send.
-func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.Header, txt string, stream bool) outcome {
+func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.Header, txt string, stream bool) httpx.Outcome {
 	avail := rt.available(workers.Regular)
 	if len(avail) == 0 {
 		rt.m.requestErrors.WithLabelValues(route, "no_available_workers").Inc()
-		return routerText(http.StatusServiceUnavailable, errNoWorkers)
+		return httpx.RouterText(http.StatusServiceUnavailable, errNoWorkers)
 	}
-	d := rt.pols.Regular.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: r.Header})
+	d := rt.pols.Regular.Select(workers.AsPolicy(avail), policy.Request{Text: txt, Headers: r.Header})
 	if d.Index < 0 || d.Index >= len(avail) {
 		rt.m.requestErrors.WithLabelValues(route, "no_available_workers").Inc()
-		return routerText(http.StatusServiceUnavailable, errNoWorkers)
+		return httpx.RouterText(http.StatusServiceUnavailable, errNoWorkers)
 	}
 	if d.Imbalanced {
 		rt.m.lbEvents.Inc()
@@ -405,71 +283,39 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 		}
 	}
 	res := upstream.Send(r.Context(), rt.client, http.MethodPost, wk.URL()+route, body, hdr, stream, retry.Retryable)
-	var out outcome
+	var out httpx.Outcome
 	switch {
 	case res.Err != nil:
 		dec()
 		if res.ReadErr {
-			out = routerText(http.StatusInternalServerError, "Failed to get response body: "+res.Err.Error())
+			out = httpx.RouterText(http.StatusInternalServerError, "Failed to get response body: "+res.Err.Error())
 		} else {
-			out = routerText(http.StatusInternalServerError, "Request failed: "+res.Err.Error())
+			out = httpx.RouterText(http.StatusInternalServerError, "Request failed: "+res.Err.Error())
 		}
 	case res.Live != nil:
-		out = outcome{status: res.Status, header: res.Header, live: res.Live}
+		out = httpx.Outcome{Status: res.Status, Header: res.Header, Live: res.Live}
 		if counted {
 			var once sync.Once
-			out.onChunk = func(b []byte) {
+			out.OnChunk = func(b []byte) {
 				if bytes.Contains(b, []byte("data: [DONE]")) {
 					once.Do(dec)
 				}
 			}
-			out.done = func() { once.Do(dec) }
+			out.Done = func() { once.Do(dec) }
 		}
 	default:
-		out = outcome{status: res.Status, header: res.Header, body: res.Body}
+		out = httpx.Outcome{Status: res.Status, Header: res.Header, Body: res.Body}
 		// The body was read: send_typed_request decrements here (for a
 		// retried stream, its forwarder decrements when dropped).
 		dec()
 	}
-	rt.recordOutcome(wk, out.status)
-	if retry.Retryable(out.status) {
+	rt.recordOutcome(wk, out.Status)
+	if retry.Retryable(out.Status) {
 		// route_typed_request decrements again for retryable statuses (a
 		// second, saturating decrement, as in the source read).
 		dec()
 	}
 	return out
-}
-
-// writeOutcome answers the client: buffered bodies whole, streams relayed
-// chunk by chunk with Content-Type forced to text/event-stream.
-func writeOutcome(w http.ResponseWriter, o outcome, stream bool) {
-	h := w.Header()
-	if o.live != nil {
-		defer o.live.Body.Close()
-		upstream.CopyResponseHeaders(h, o.live.Header)
-		h.Del("Content-Length")
-		h.Set("Content-Type", "text/event-stream")
-		w.WriteHeader(o.status)
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
-		_ = upstream.Relay(w, o.live.Body, o.onChunk)
-		if o.done != nil {
-			o.done()
-		}
-		return
-	}
-	if o.routerMade {
-		text(w, o.status, string(o.body))
-		return
-	}
-	upstream.CopyResponseHeaders(h, o.header)
-	if stream {
-		h.Set("Content-Type", "text/event-stream")
-	}
-	h.Set("Content-Length", strconv.Itoa(len(o.body)))
-	w.WriteHeader(o.status)
-	_, _ = w.Write(o.body)
 }
 
 // transparentProxy is the fallback: any other path goes to a worker the
@@ -478,12 +324,12 @@ func writeOutcome(w http.ResponseWriter, o outcome, stream bool) {
 func (rt *router) transparentProxy(w http.ResponseWriter, r *http.Request) {
 	avail := rt.available(workers.Regular)
 	if len(avail) == 0 {
-		text(w, http.StatusServiceUnavailable, errNoWorkers)
+		httpx.Text(w, http.StatusServiceUnavailable, errNoWorkers)
 		return
 	}
-	d := rt.pols.Regular.Select(asPolicyWorkers(avail), policy.Request{Headers: r.Header})
+	d := rt.pols.Regular.Select(workers.AsPolicy(avail), policy.Request{Headers: r.Header})
 	if d.Index < 0 || d.Index >= len(avail) {
-		text(w, http.StatusServiceUnavailable, errNoWorkers)
+		httpx.Text(w, http.StatusServiceUnavailable, errNoWorkers)
 		return
 	}
 	wk := avail[d.Index]
@@ -492,7 +338,7 @@ func (rt *router) transparentProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
+		httpx.Text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
 		return
 	}
 	hdr := http.Header{}
@@ -513,7 +359,7 @@ func (rt *router) transparentProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	res := upstream.Send(r.Context(), rt.client, r.Method, target, rd, hdr, true, nil)
 	if res.Err != nil {
-		text(w, http.StatusBadGateway, "Failed to forward request: "+res.Err.Error())
+		httpx.Text(w, http.StatusBadGateway, "Failed to forward request: "+res.Err.Error())
 		return
 	}
 	defer res.Live.Body.Close()

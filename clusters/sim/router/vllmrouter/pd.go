@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
@@ -31,18 +32,18 @@ func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, 
 	hdr := forwardHeaders(r.Header)
 	hdr.Set("Content-Type", "application/json")
 	out := retry.Do(r.Context(), rt.retryCfg,
-		func(uint32) outcome { return rt.pdAttempt(r, route, obj, hdr, txt, stream) },
-		func(o outcome) bool { return retry.Retryable(o.status) },
+		func(uint32) httpx.Outcome { return rt.pdAttempt(r, route, obj, hdr, txt, stream) },
+		func(o httpx.Outcome) bool { return retry.Retryable(o.Status) },
 		func(d time.Duration, next uint32) {
 			rt.m.retries.WithLabelValues(route).Inc()
 			rt.m.backoff(d, next)
 		},
 		func() { rt.m.retriesExhausted.WithLabelValues(route).Inc() })
-	if out.status/100 == 2 {
+	if out.Status/100 == 2 {
 		rt.m.pdRequests.WithLabelValues(route).Inc()
 		rt.m.pdDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	}
-	writeOutcome(w, out, stream)
+	out.Write(w, stream)
 }
 
 func (rt *router) pick(pol policy.Policy, role workers.Role, txt string, h http.Header) *workers.Worker {
@@ -50,7 +51,7 @@ func (rt *router) pick(pol policy.Policy, role workers.Role, txt string, h http.
 	if len(avail) == 0 {
 		return nil
 	}
-	d := pol.Select(asPolicyWorkers(avail), policy.Request{Text: txt, Headers: h})
+	d := pol.Select(workers.AsPolicy(avail), policy.Request{Text: txt, Headers: h})
 	if d.Index < 0 || d.Index >= len(avail) {
 		return nil
 	}
@@ -71,16 +72,16 @@ func uuidSimple() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, hdr http.Header, txt string, stream bool) outcome {
+func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, hdr http.Header, txt string, stream bool) httpx.Outcome {
 	pre := rt.pick(rt.pols.Prefill, workers.Prefill, txt, r.Header)
 	if pre == nil {
 		rt.m.pdErrors.WithLabelValues("no_prefill_workers").Inc()
-		return routerText(http.StatusServiceUnavailable, "No available prefill workers")
+		return httpx.RouterText(http.StatusServiceUnavailable, "No available prefill workers")
 	}
 	dec := rt.pick(rt.pols.Decode, workers.Decode, txt, r.Header)
 	if dec == nil {
 		rt.m.pdErrors.WithLabelValues("no_decode_workers").Inc()
-		return routerText(http.StatusServiceUnavailable, "No available decode workers")
+		return httpx.RouterText(http.StatusServiceUnavailable, "No available decode workers")
 	}
 	rt.m.pdPrefill.WithLabelValues(pre.URL()).Inc()
 	rt.m.pdDecode.WithLabelValues(dec.URL()).Inc()
@@ -123,7 +124,7 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 			msg += ": " + string(pres.Body)
 		}
 		rt.recordOutcome(pre, st)
-		return routerText(st, msg)
+		return httpx.RouterText(st, msg)
 	}
 	rt.recordOutcome(pre, pres.Status)
 
@@ -150,23 +151,23 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	decBody, _ := json.Marshal(decReq)
 	decLoad := rt.countLoad(rt.pols.Decode, dec)
 	dres := upstream.Send(r.Context(), rt.client, http.MethodPost, dec.URL()+route, decBody, h, stream, retry.Retryable)
-	var out outcome
+	var out httpx.Outcome
 	switch {
 	case dres.Err != nil:
 		decLoad()
 		rt.m.pdDecodeErrors.WithLabelValues(dec.URL()).Inc()
-		out = routerText(http.StatusInternalServerError, "Decode server error: "+dres.Err.Error())
+		out = httpx.RouterText(http.StatusInternalServerError, "Decode server error: "+dres.Err.Error())
 	case dres.Live != nil:
 		var once sync.Once
-		out = outcome{status: dres.Status, header: dres.Header, live: dres.Live, done: func() { once.Do(decLoad) }}
+		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Live: dres.Live, Done: func() { once.Do(decLoad) }}
 	default:
 		decLoad()
 		if dres.Status/100 != 2 {
 			rt.m.pdDecodeErrors.WithLabelValues(dec.URL()).Inc()
 		}
-		out = outcome{status: dres.Status, header: dres.Header, body: dres.Body}
+		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Body: dres.Body}
 	}
-	rt.recordOutcome(dec, out.status)
+	rt.recordOutcome(dec, out.Status)
 	return out
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
 
 // Role is a worker's kind in the pool.
@@ -132,6 +134,15 @@ func (w *Worker) HealthResult(ok bool, failThreshold, successThreshold int) bool
 		return w.SetHealthy(false)
 	}
 	return false
+}
+
+// AsPolicy is ws as the routing core's candidate list.
+func AsPolicy(ws []*Worker) []policy.Worker {
+	out := make([]policy.Worker, len(ws))
+	for i, w := range ws {
+		out[i] = w
+	}
+	return out
 }
 
 // Order is how the registry orders candidates.

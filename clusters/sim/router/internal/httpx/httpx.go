@@ -1,0 +1,126 @@
+// Package httpx is the HTTP plumbing both routers' axum stacks share: the
+// method guard, the request body limit, the Json extractor's rejections,
+// plain-text and insertion-ordered JSON bodies, and the answer of one
+// routed attempt (upstream's, buffered or live, or the router's own) with
+// the streaming relay. What a router answers, and with which error shape,
+// stays in the router.
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Only lets method m through to h (GET also admits HEAD) and answers
+// anything else 405 with the given Allow header.
+func Only(m, allow string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m && !(m == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", allow)
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// LimitBody is --max-payload-size: a declared Content-Length over max is
+// refused at once with 413; a body that grows past it fails when read.
+func LimitBody(max uint64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > int64(max) {
+			Text(w, http.StatusRequestEntityTooLarge, "length limit exceeded")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, int64(max))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Text writes a text/plain answer with its Content-Length.
+func Text(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+// Ordered renders an object from alternating keys and values, keeping the
+// keys in the given order (serde_json's preserve_order); a json.RawMessage
+// value is written as is.
+func Ordered(kv ...any) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := 0; i < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, ok := kv[i].(string)
+		if !ok {
+			k = fmt.Sprint(kv[i])
+		}
+		var v any
+		if i+1 < len(kv) {
+			v = kv[i+1]
+		}
+		kb, _ := json.Marshal(k)
+		var vb []byte
+		if raw, ok := v.(json.RawMessage); ok {
+			vb = raw
+		} else {
+			vb, _ = json.Marshal(v)
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// ReadJSON reads and decodes a JSON object body the way axum's Json
+// extractor answers: 415 without a JSON content type, 413 over the payload
+// limit, 400 for a syntax error, 422 for a body of the wrong shape or
+// without a required field. ok is false when it has answered.
+func ReadJSON(w http.ResponseWriter, r *http.Request, required ...string) (body []byte, obj map[string]any, ok bool) {
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	if !strings.HasPrefix(ct, "application/json") && !strings.Contains(ct, "+json") {
+		Text(w, http.StatusUnsupportedMediaType, "Expected request with `Content-Type: application/json`")
+		return nil, nil, false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			Text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
+			return nil, nil, false
+		}
+		Text(w, http.StatusBadRequest, "Failed to buffer the request body: "+err.Error())
+		return nil, nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		Text(w, http.StatusBadRequest, "Failed to parse the request body as JSON: "+err.Error())
+		return nil, nil, false
+	}
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		Text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: expected a JSON object")
+		return nil, nil, false
+	}
+	for _, f := range required {
+		if _, has := obj[f]; !has {
+			Text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: missing field `"+f+"`")
+			return nil, nil, false
+		}
+	}
+	return body, obj, true
+}
