@@ -20,10 +20,12 @@ type Output struct {
 	Finish string
 }
 
-// Finish reasons.
+// Finish reasons. Abort is a request that ended before its output did (the
+// client went away), which both engines report as "abort".
 const (
 	FinishStop   = "stop"
 	FinishLength = "length"
+	FinishAbort  = "abort"
 )
 
 // Plan decides the output. maxTokens < 0 means the request set no limit.

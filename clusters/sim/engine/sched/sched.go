@@ -22,6 +22,10 @@ type Config struct {
 	MaxRunning int
 	// KVCapacity is the KV pool size in tokens. Must be >= 1.
 	KVCapacity int
+	// KVUnit is the pool's allocation unit in tokens (vLLM --block-size,
+	// SGLang --page-size): Admit rounds a sequence's KV tokens up to whole
+	// units. Values below 1 mean 1.
+	KVUnit int
 	// OnChange, if set, is called with the new state after every admission,
 	// release and queue change. It runs under the scheduler's lock so the
 	// values it publishes are never out of order: keep it cheap (set gauges).
@@ -69,6 +73,7 @@ type waiter struct {
 func New(cfg Config) *Scheduler {
 	cfg.MaxRunning = max(cfg.MaxRunning, 1)
 	cfg.KVCapacity = max(cfg.KVCapacity, 1)
+	cfg.KVUnit = max(cfg.KVUnit, 1)
 	return &Scheduler{cfg: cfg}
 }
 
@@ -83,9 +88,11 @@ type Ticket struct {
 	Admitted time.Time
 }
 
-// Admit blocks until a sequence holding kvTokens can run, or ctx ends (the
-// sequence then leaves the queue and ctx's error is returned).
+// Admit blocks until a sequence holding kvTokens (rounded up to whole
+// KVUnits) can run, or ctx ends (the sequence then leaves the queue and
+// ctx's error is returned). A sequence larger than the pool is ErrTooLarge.
 func (s *Scheduler) Admit(ctx context.Context, kvTokens int) (*Ticket, error) {
+	kvTokens = (kvTokens + s.cfg.KVUnit - 1) / s.cfg.KVUnit * s.cfg.KVUnit
 	if kvTokens > s.cfg.KVCapacity {
 		return nil, fmt.Errorf("%w: %d > %d", ErrTooLarge, kvTokens, s.cfg.KVCapacity)
 	}

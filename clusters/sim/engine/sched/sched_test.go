@@ -162,3 +162,26 @@ func BenchmarkAdmitRelease(b *testing.B) {
 		}
 	})
 }
+
+func TestKVIsReservedInWholeUnits(t *testing.T) {
+	s := New(Config{MaxRunning: 4, KVCapacity: 64, KVUnit: 16})
+	ctx := context.Background()
+	a, err := s.Admit(ctx, 17) // two units
+	if err != nil || s.State().UsedKV != 32 {
+		t.Fatalf("17 tokens: %v, used %d, want 32", err, s.State().UsedKV)
+	}
+	b, err := s.Admit(ctx, 32) // exactly two units
+	if err != nil || s.State().UsedKV != 64 {
+		t.Fatalf("32 more tokens: %v, used %d, want 64", err, s.State().UsedKV)
+	}
+	a.Release()
+	b.Release()
+	if _, err := s.Admit(ctx, 65); !errors.Is(err, ErrTooLarge) { // five units in a four-unit pool
+		t.Fatalf("65 tokens: %v, want ErrTooLarge", err)
+	}
+	c, err := s.Admit(ctx, 49) // rounds to the whole pool, which fits
+	if err != nil || s.State().UsedKV != 64 {
+		t.Fatalf("49 tokens: %v, used %d, want 64", err, s.State().UsedKV)
+	}
+	c.Release()
+}

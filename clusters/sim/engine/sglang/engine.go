@@ -40,7 +40,7 @@ type engine struct {
 
 func newEngine(cfg *config, knobs server.Knobs, m *metrics) *engine {
 	e := &engine{cfg: cfg, knobs: knobs, m: m}
-	e.sched = sched.New(sched.Config{MaxRunning: cfg.maxRunning, KVCapacity: cfg.maxTotal})
+	e.sched = sched.New(sched.Config{MaxRunning: cfg.maxRunning, KVCapacity: cfg.maxTotal, KVUnit: cfg.pageSize})
 	if !cfg.noRadix {
 		e.cache = prefixcache.NewRadixCache(cfg.pageSize, cfg.maxTotal)
 	}
@@ -65,22 +65,18 @@ type result struct {
 	finish    string
 }
 
-const finishAbort = "abort"
-
 // run admits, prefills and decodes s. emit is called at every output the
 // tokenizer manager receives with the number of tokens generated so far
 // (streaming: every token; otherwise every 50 tokens and the last).
 func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result) error) (result, error) {
 	var res result
 	n := s.out.Tokens
-	ps := e.cfg.pageSize
-	kv := (len(s.prompt) + n + ps - 1) / ps * ps
-	tk, err := e.sched.Admit(ctx, kv)
+	tk, err := e.sched.Admit(ctx, len(s.prompt)+n)
 	if err != nil {
 		if !errors.Is(err, sched.ErrTooLarge) {
 			e.abortMetrics(s)
 		}
-		res.finish = finishAbort
+		res.finish = openai.FinishAbort
 		return res, err
 	}
 	defer func() {
@@ -103,7 +99,7 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(upto int, r *result)
 	recordTTFT := e.cfg.disaggMode != "prefill"
 	abort := func(err error) (result, error) {
 		e.abortMetrics(s)
-		res.finish = finishAbort
+		res.finish = openai.FinishAbort
 		return res, err
 	}
 

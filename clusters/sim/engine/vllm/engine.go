@@ -26,7 +26,7 @@ type engine struct {
 func newEngine(cfg *config, knobs server.Knobs, m *metrics) *engine {
 	e := &engine{cfg: cfg, knobs: knobs, m: m}
 	blocks := cfg.kvBlocks()
-	e.sched = sched.New(sched.Config{MaxRunning: cfg.maxNumSeqs, KVCapacity: blocks * cfg.blockSize})
+	e.sched = sched.New(sched.Config{MaxRunning: cfg.maxNumSeqs, KVCapacity: blocks * cfg.blockSize, KVUnit: cfg.blockSize})
 	m.sched.state = e.sched.State
 	if cfg.prefixCaching {
 		e.cache = prefixcache.NewBlockCache(cfg.blockSize, blocks)
@@ -51,22 +51,18 @@ type result struct {
 	finish    string // stop, length or abort
 }
 
-const finishAbort = "abort"
-
 // run admits, prefills and decodes s. emit, if not nil, is called with each
 // token index as the token is produced (streaming); its error (client gone)
 // aborts the sequence, as does ctx ending.
 func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) error) (result, error) {
 	var res result
 	n := s.out.Tokens
-	bs := e.cfg.blockSize
-	kv := (len(s.prompt) + n + bs - 1) / bs * bs
-	tk, err := e.sched.Admit(ctx, kv)
+	tk, err := e.sched.Admit(ctx, len(s.prompt)+n)
 	if err != nil {
 		if !errors.Is(err, sched.ErrTooLarge) {
-			e.m.success[finishAbort].Inc()
+			e.m.success[openai.FinishAbort].Inc()
 		}
-		res.finish = finishAbort
+		res.finish = openai.FinishAbort
 		return res, err
 	}
 	defer tk.Release()
@@ -88,8 +84,8 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 	defer pace.Stop()
 	abort := func(err error) (result, error) {
 		e.m.genTokens.Add(float64(res.generated))
-		e.m.success[finishAbort].Inc()
-		res.finish = finishAbort
+		e.m.success[openai.FinishAbort].Inc()
+		res.finish = openai.FinishAbort
 		return res, err
 	}
 
