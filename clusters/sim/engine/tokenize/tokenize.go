@@ -79,38 +79,13 @@ func Encode(dst []uint32, text string) []uint32 {
 	return dst
 }
 
-// Count returns how many tokens Encode would produce for text.
+// Count returns how many tokens Encode produces for text.
 func Count(text string) int {
-	n := 0
-	for len(text) > 0 {
-		i := strings.Index(text, "<|")
-		if i < 0 {
-			return n + pieces(len(text))
-		}
-		n += pieces(i)
-		text = text[i:]
-		matched := false
-		for _, s := range specials {
-			if strings.HasPrefix(text, s.text) {
-				n++
-				text = text[len(s.text):]
-				matched = true
-				break
-			}
-		}
-		if !matched {
-			j := strings.Index(text[2:], "<|")
-			if j < 0 {
-				return n + pieces(len(text))
-			}
-			n += pieces(j + 2)
-			text = text[j+2:]
-		}
-	}
+	p := GetIDs()
+	n := len(Encode(*p, text))
+	PutIDs(p)
 	return n
 }
-
-func pieces(n int) int { return (n + BytesPerToken - 1) / BytesPerToken }
 
 func appendPieces(dst []uint32, s string) []uint32 {
 	for len(s) > 0 {
