@@ -8,12 +8,21 @@
 //     SGLang 0.5.x behaviour.
 //
 // Shared pieces, one job each: argparse (Python argparse semantics and
-// error texts), tokenize (the tokenizer stand-in and ChatML template),
-// prefixcache (vLLM block cache, SGLang radix tree), sched (continuous
-// batching admission and pacing), openai (request decoding, output plan,
-// ids), jsonw and promtext (the Python servers' JSON and Prometheus text),
-// server (knobs, HTTP lifecycle, buffers) and enginetest (run a Main on
-// loopback in tests and scrape it).
+// error texts), tokenize (the tokenizer stand-in, ChatML template, token-id
+// buffers), prefixcache (vLLM block cache, SGLang radix tree), sched
+// (continuous batching admission in KV blocks/pages, and pacing), openai
+// (reading and decoding requests, the response fields both engines share,
+// output plan, ids), jsonw, pyrepr and promtext (the Python servers' JSON,
+// reprs and Prometheus text, and serving /metrics), server (knobs, argparse
+// exit, model-load wait, HTTP lifecycle, Starlette's 404/405, JSON and SSE
+// responses, buffers) and enginetest (run a Main on loopback in tests,
+// scrape it, post to it, read its streams).
+//
+// What the two engines do differently stays in their own packages, so each
+// one reads as that engine's behaviour: response and chunk shapes and their
+// nulls, ids, error bodies and codes, unknown-model handling, metric names,
+// labels and when series appear, prefix-cache granularity, the SGLang
+// warm-up request, /health during start-up and include_usage defaults.
 //
 // # Sim-only knobs (Pod env, all optional)
 //
