@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,6 +26,13 @@ func RespondJSON(w http.ResponseWriter, status int, build func(dst []byte) []byt
 	WriteJSON(w, status, b)
 	*bp = b
 	PutBuf(bp)
+}
+
+// ClientGone reports whether err, a generation's failure, means the client
+// went away (its request context ended, or a write found the connection
+// closed): then nobody is left to send an error to.
+func ClientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil || errors.Is(err, context.Canceled)
 }
 
 // Both engines are FastAPI apps, so a path without a route and a method the

@@ -103,3 +103,18 @@ func TestLoadModelWaitsOrStopsWithTheContext(t *testing.T) {
 		t.Fatal("loaded although the context had ended")
 	}
 }
+
+func TestClientGoneOnlyWhenTheRequestEndedOrTheWriteWasCanceled(t *testing.T) {
+	live := httptest.NewRequest(http.MethodPost, "/", nil)
+	if ClientGone(live, errors.New("sched: sequence needs more KV tokens than the pool holds")) {
+		t.Fatal("a live client's engine error counted as gone")
+	}
+	if !ClientGone(live, context.Canceled) {
+		t.Fatal("a canceled write did not count as gone")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if !ClientGone(live.WithContext(ctx), errors.New("write: broken pipe")) {
+		t.Fatal("an ended request context did not count as gone")
+	}
+}

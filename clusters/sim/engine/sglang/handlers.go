@@ -313,7 +313,7 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	res, err := a.eng.run(r.Context(), s, nil)
 	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if server.ClientGone(r, err) {
 			return
 		}
 		writeError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error: "+err.Error())
@@ -377,7 +377,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
 	if err != nil {
-		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
+		if !server.ClientGone(r, err) {
 			_ = ev.Send(func(b []byte) []byte {
 				b = append(b, `{"error":{"object":"error","message":`...)
 				b = jsonw.String(b, err.Error())

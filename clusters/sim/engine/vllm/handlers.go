@@ -1,7 +1,6 @@
 package vllm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -254,8 +253,8 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	res, err := a.eng.run(r.Context(), s, nil)
 	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return // client gone; nobody reads an answer
+		if server.ClientGone(r, err) {
+			return
 		}
 		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error(), "")
 		return
@@ -349,7 +348,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
 	if err != nil {
-		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
+		if !server.ClientGone(r, err) {
 			_ = ev.Send(func(b []byte) []byte {
 				b = append(b, `{"error":{"message":`...)
 				b = jsonw.String(b, err.Error())
