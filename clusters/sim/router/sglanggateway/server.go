@@ -179,17 +179,18 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		}
 	}
 	if cfg.ServiceDiscovery {
-		if c.Pods == nil {
-			log.Error(siteSDFailed, "Failed to start service discovery: no Kubernetes API available")
-		} else {
-			if cfg.PD {
-				log.Info(siteSDStartPD, "Starting K8s service discovery | PD mode | prefill: '%s' | decode: '%s'", discovery.JoinSelector(cfg.PrefillSelector), discovery.JoinSelector(cfg.DecodeSelector))
-			} else {
-				log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", discovery.JoinSelector(cfg.Selector))
-			}
-			bg.Go(rt.runDiscovery)
-			log.Info(siteSDStarted, "Service discovery started")
-		}
+		routerbase.StartDiscovery(bg, c.Pods, cfg.Discovery("sglang.ai/bootstrap-port"), routerbase.Discovery{
+			Log: log, Failed: siteSDFailed, Started: siteSDStarted,
+			Start: siteSDStart, StartPD: siteSDStartPD, Adding: siteAddingPod, Removing: siteRemovingPod,
+			Hooks: discovery.Hooks{
+				Adding:   func(discovery.Target) { rt.m.discRegs.WithLabelValues("kubernetes", "success").Inc() },
+				Register: rt.register,
+				Removing: func(t discovery.Target) {
+					rt.m.discDeregs.WithLabelValues("kubernetes", "pod_deleted").Inc()
+					rt.remove(t.URL)
+				},
+			},
+		})
 	}
 	log.Info(siteRouterReady, "Router ready | workers: %s", rustfmt.StrVec(rt.reg.URLs()))
 
@@ -204,21 +205,6 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	// grace period bounds it too.
 	grace := min(cli.Secs(cfg.Flags.Uint("shutdown-grace-period-secs")), 30*time.Second)
 	return routerbase.Serve(ctx, ln, rt.handler(), grace, log, siteTerminate, errw)
-}
-
-func (rt *router) runDiscovery(ctx context.Context) {
-	discovery.Run(ctx, rt.c.Pods, rt.cfg.Discovery("sglang.ai/bootstrap-port"), discovery.Hooks{
-		Adding: func(t discovery.Target) {
-			rt.log.Info(siteAddingPod, "Adding pod: %s | type: %s | url: %s", t.Pod.Name, t.PodTypeDebug(), t.URL)
-			rt.m.discRegs.WithLabelValues("kubernetes", "success").Inc()
-		},
-		Register: rt.register,
-		Removing: func(t discovery.Target) {
-			rt.log.Info(siteRemovingPod, "Removing pod: %s | type: %s | url: %s", t.Pod.Name, t.PodTypeDebug(), t.URL)
-			rt.m.discDeregs.WithLabelValues("kubernetes", "pod_deleted").Inc()
-			rt.remove(t.URL)
-		},
-	})
 }
 
 // register is the local worker registration workflow: detect the connection

@@ -204,6 +204,24 @@ func (rt *router) available(role workers.Role) []*workers.Worker {
 	return out
 }
 
+// pick runs pol over role's available workers and records the pick; nil
+// when none is available or the policy selects none.
+func (rt *router) pick(pol policy.Policy, role workers.Role, txt string, h http.Header) *workers.Worker {
+	avail := rt.available(role)
+	if len(avail) == 0 {
+		return nil
+	}
+	d := pol.Select(workers.AsPolicy(avail), policy.Request{Text: txt, Headers: h})
+	if d.Index < 0 || d.Index >= len(avail) {
+		return nil
+	}
+	wk := avail[d.Index]
+	if d.Record {
+		rt.m.pick(pol.Name(), wk.URL())
+	}
+	return wk
+}
+
 // recordOutcome feeds the circuit breaker: VR counts 2xx and 4xx as
 // successes (client errors are not worker failures).
 func (rt *router) recordOutcome(w *workers.Worker, status int) {
@@ -233,14 +251,7 @@ func (rt *router) typed(route string, textOf func(map[string]any) string) http.H
 		hdr := forwardHeaders(r.Header)
 		hdr.Set("Content-Type", "application/json")
 		txt := textOf(obj)
-		out := retry.Do(r.Context(), rt.retryCfg,
-			func(uint32) httpx.Outcome { return rt.attempt(r, route, body, hdr, txt, stream) },
-			func(o httpx.Outcome) bool { return retry.Retryable(o.Status) },
-			func(d time.Duration, next uint32) {
-				rt.m.retries.WithLabelValues(route).Inc()
-				rt.m.backoff(d, next)
-			},
-			func() { rt.m.retriesExhausted.WithLabelValues(route).Inc() })
+		out := rt.withRetries(r, route, func() httpx.Outcome { return rt.attempt(r, route, body, hdr, txt, stream) })
 		if out.Status/100 == 2 {
 			rt.m.requests.WithLabelValues(route).Inc()
 			rt.m.generateDuration.Observe(time.Since(start).Seconds())
@@ -249,6 +260,20 @@ func (rt *router) typed(route string, textOf func(map[string]any) string) http.H
 		}
 		out.Write(w, stream)
 	}
+}
+
+// withRetries is route_typed_request's retry loop around op (the regular
+// and the PD router alike): a retryable status runs op again, policy
+// included, and counts in the per-route retry series.
+func (rt *router) withRetries(r *http.Request, route string, op func() httpx.Outcome) httpx.Outcome {
+	return retry.Do(r.Context(), rt.retryCfg,
+		func(uint32) httpx.Outcome { return op() },
+		func(o httpx.Outcome) bool { return retry.Retryable(o.Status) },
+		func(d time.Duration, next uint32) {
+			rt.m.retries.WithLabelValues(route).Inc()
+			rt.m.backoff(d, next)
+		},
+		func() { rt.m.retriesExhausted.WithLabelValues(route).Inc() })
 }
 
 // attempt is one pass of the retry loop: select (re-running the policy),
@@ -322,19 +347,10 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 // policy selects (text ""), method, query, headers and body unchanged, and
 // the answer is relayed as it comes.
 func (rt *router) transparentProxy(w http.ResponseWriter, r *http.Request) {
-	avail := rt.available(workers.Regular)
-	if len(avail) == 0 {
+	wk := rt.pick(rt.pols.Regular, workers.Regular, "", r.Header)
+	if wk == nil {
 		httpx.Text(w, http.StatusServiceUnavailable, errNoWorkers)
 		return
-	}
-	d := rt.pols.Regular.Select(workers.AsPolicy(avail), policy.Request{Headers: r.Header})
-	if d.Index < 0 || d.Index >= len(avail) {
-		httpx.Text(w, http.StatusServiceUnavailable, errNoWorkers)
-		return
-	}
-	wk := avail[d.Index]
-	if d.Record {
-		rt.m.pick(rt.pols.Regular.Name(), wk.URL())
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

@@ -31,35 +31,12 @@ func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, 
 	txt := compact.String()
 	hdr := forwardHeaders(r.Header)
 	hdr.Set("Content-Type", "application/json")
-	out := retry.Do(r.Context(), rt.retryCfg,
-		func(uint32) httpx.Outcome { return rt.pdAttempt(r, route, obj, hdr, txt, stream) },
-		func(o httpx.Outcome) bool { return retry.Retryable(o.Status) },
-		func(d time.Duration, next uint32) {
-			rt.m.retries.WithLabelValues(route).Inc()
-			rt.m.backoff(d, next)
-		},
-		func() { rt.m.retriesExhausted.WithLabelValues(route).Inc() })
+	out := rt.withRetries(r, route, func() httpx.Outcome { return rt.pdAttempt(r, route, obj, hdr, txt, stream) })
 	if out.Status/100 == 2 {
 		rt.m.pdRequests.WithLabelValues(route).Inc()
 		rt.m.pdDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	}
 	out.Write(w, stream)
-}
-
-func (rt *router) pick(pol policy.Policy, role workers.Role, txt string, h http.Header) *workers.Worker {
-	avail := rt.available(role)
-	if len(avail) == 0 {
-		return nil
-	}
-	d := pol.Select(workers.AsPolicy(avail), policy.Request{Text: txt, Headers: h})
-	if d.Index < 0 || d.Index >= len(avail) {
-		return nil
-	}
-	wk := avail[d.Index]
-	if d.Record {
-		rt.m.pick(pol.Name(), wk.URL())
-	}
-	return wk
 }
 
 func hostOf(url string) string {

@@ -139,13 +139,14 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	log.Info(siteHealthChecker, "Started health checker for workers with %ds interval", cfg.Flags.Uint("health-check-interval-secs"))
 
 	if cfg.ServiceDiscovery {
-		if c.Pods == nil {
-			log.Error(siteSDFailed, "Failed to start service discovery: no Kubernetes API available")
-		} else {
-			rt.logDiscoveryStart()
-			bg.Go(rt.runDiscovery)
-			log.Info(siteSDStarted, "Service discovery started")
-		}
+		routerbase.StartDiscovery(bg, c.Pods, cfg.Discovery("vllm.ai/bootstrap-port"), routerbase.Discovery{
+			Log: log, Failed: siteSDFailed, Started: siteSDStarted,
+			Start: siteSDStart, StartPD: siteSDStart, Adding: siteAddingPod, Removing: siteRemovingPod,
+			Hooks: discovery.Hooks{
+				Register: rt.register,
+				Removing: func(t discovery.Target) { rt.remove(t.URL) },
+			},
+		})
 	}
 	log.Info(siteRouterReady, "Router ready | workers: %s", rustfmt.StrVec(rt.reg.URLs()))
 
@@ -191,28 +192,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-func (rt *router) logDiscoveryStart() {
-	if rt.cfg.PD {
-		rt.log.Info(siteSDStart, "Starting K8s service discovery | PD mode | prefill: '%s' | decode: '%s'",
-			discovery.JoinSelector(rt.cfg.PrefillSelector), discovery.JoinSelector(rt.cfg.DecodeSelector))
-		return
-	}
-	rt.log.Info(siteSDStart, "Starting K8s service discovery | selector: '%s'", discovery.JoinSelector(rt.cfg.Selector))
-}
-
-func (rt *router) runDiscovery(ctx context.Context) {
-	discovery.Run(ctx, rt.c.Pods, rt.cfg.Discovery("vllm.ai/bootstrap-port"), discovery.Hooks{
-		Adding: func(t discovery.Target) {
-			rt.log.Info(siteAddingPod, "Adding pod: %s | type: %s | url: %s", t.Pod.Name, t.PodTypeDebug(), t.URL)
-		},
-		Register: rt.register,
-		Removing: func(t discovery.Target) {
-			rt.log.Info(siteRemovingPod, "Removing pod: %s | type: %s | url: %s", t.Pod.Name, t.PodTypeDebug(), t.URL)
-			rt.remove(t.URL)
-		},
-	})
 }
 
 // register is Router::add_worker: poll /health every
