@@ -147,30 +147,16 @@ func newConfig(m *clap.Matches, prefill []cli.PrefillArg) *config {
 	return c
 }
 
-// policyDebug is `{:?}` of SG's PolicyConfig for name.
+// policyDebug is `{:?}` of SG's PolicyConfig for name: its own
+// variants, then those both routers have.
 func (c *config) policyDebug(name string) string {
 	switch name {
-	case policy.Random:
-		return "Random"
-	case policy.RoundRobin:
-		return "RoundRobin"
-	case policy.CacheAware:
-		return c.CacheAwareDebug()
-	case policy.PowerOfTwo:
-		return "PowerOfTwo { load_check_interval_secs: 5 }"
 	case policy.PrefixHash:
 		return fmt.Sprintf("PrefixHash { prefix_token_count: %d, load_factor: %s }", c.Flags.Uint("prefix-token-count"), rustfmt.Float(c.Flags.Float("prefix-hash-load-factor"), 64))
 	case policy.Manual:
 		return fmt.Sprintf("Manual { eviction_interval_secs: %d, max_idle_secs: %d }", c.Flags.Uint("eviction-interval"), c.Flags.Uint("max-idle-secs"))
 	}
-	return "RoundRobin"
-}
-
-func (c *config) optPolicyDebug(p *string) string {
-	if p == nil {
-		return "None"
-	}
-	return "Some(" + c.policyDebug(*p) + ")"
+	return c.CommonPolicyDebug(name)
 }
 
 // modeDebug is `{:?}` of RoutingMode (IGW does not change it).
@@ -180,7 +166,7 @@ func (c *config) modeDebug() string {
 		return "OpenAI { worker_urls: " + rustfmt.StrVec(c.WorkerURLs) + " }"
 	case c.PD:
 		return "PrefillDecode { prefill_urls: " + cli.PrefillDebug(c.Prefill) + ", decode_urls: " + rustfmt.StrVec(c.Decode) +
-			", prefill_policy: " + c.optPolicyDebug(c.PrefillPolicy) + ", decode_policy: " + c.optPolicyDebug(c.DecodePolicy) + " }"
+			", prefill_policy: " + rustfmt.OptionWith(c.PrefillPolicy, c.policyDebug) + ", decode_policy: " + rustfmt.OptionWith(c.DecodePolicy, c.policyDebug) + " }"
 	default:
 		return "Regular { worker_urls: " + rustfmt.StrVec(c.WorkerURLs) + " }"
 	}

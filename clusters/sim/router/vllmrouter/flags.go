@@ -127,30 +127,16 @@ func newConfig(m *clap.Matches, prefill []cli.PrefillArg) *config {
 	return c
 }
 
-// policyDebug is `{:?}` of VR's PolicyConfig for name.
+// policyDebug is `{:?}` of VR's PolicyConfig for name: its own
+// variants, then those both routers have.
 func (c *config) policyDebug(name string) string {
 	switch name {
-	case policy.Random:
-		return "Random"
-	case policy.RoundRobin:
-		return "RoundRobin"
-	case policy.CacheAware:
-		return c.CacheAwareDebug()
-	case policy.PowerOfTwo:
-		return "PowerOfTwo { load_check_interval_secs: 5 }"
 	case policy.ConsistentHash:
 		return "ConsistentHash { virtual_nodes: 160 }"
 	case policy.RendezvousHash:
 		return "RendezvousHash"
 	}
-	return "RoundRobin"
-}
-
-func (c *config) optPolicyDebug(p *string) string {
-	if p == nil {
-		return "None"
-	}
-	return "Some(" + c.policyDebug(*p) + ")"
+	return c.CommonPolicyDebug(name)
 }
 
 // modeDebug is `{:?}` of RoutingMode as to_router_config builds it.
@@ -166,7 +152,7 @@ func (c *config) modeDebug() string {
 			disc = "Some(" + rustfmt.Str(*c.discoveryAddr) + ")"
 		}
 		return "VllmPrefillDecode { prefill_urls: " + cli.PrefillDebug(c.Prefill) + ", decode_urls: " + rustfmt.StrVec(c.Decode) +
-			", prefill_policy: " + c.optPolicyDebug(c.PrefillPolicy) + ", decode_policy: " + c.optPolicyDebug(c.DecodePolicy) +
+			", prefill_policy: " + rustfmt.OptionWith(c.PrefillPolicy, c.policyDebug) + ", decode_policy: " + rustfmt.OptionWith(c.DecodePolicy, c.policyDebug) +
 			", discovery_address: " + disc + " }"
 	default:
 		return "Regular { worker_urls: " + rustfmt.StrVec(c.WorkerURLs) + " }"

@@ -185,13 +185,22 @@ func (c *Common) Health() workers.HealthConfig {
 	}
 }
 
-// CacheAwareDebug is `{:?}` of PolicyConfig::CacheAware, the same in both
-// routers.
-func (c *Common) CacheAwareDebug() string {
-	m := c.Flags
-	return fmt.Sprintf("CacheAware { cache_threshold: %s, balance_abs_threshold: %d, balance_rel_threshold: %s, eviction_interval_secs: %d, max_tree_size: %d }",
-		rustfmt.F32(m.Float32("cache-threshold")), m.Uint("balance-abs-threshold"),
-		rustfmt.F32(m.Float32("balance-rel-threshold")), m.Uint("eviction-interval"), m.Uint("max-tree-size"))
+// CommonPolicyDebug is `{:?}` of the PolicyConfig variants both routers'
+// enums have (Random, RoundRobin, CacheAware, PowerOfTwo); any other name
+// renders as RoundRobin, both routers' fallback.
+func (c *Common) CommonPolicyDebug(name string) string {
+	switch name {
+	case policy.Random:
+		return "Random"
+	case policy.CacheAware:
+		m := c.Flags
+		return fmt.Sprintf("CacheAware { cache_threshold: %s, balance_abs_threshold: %d, balance_rel_threshold: %s, eviction_interval_secs: %d, max_tree_size: %d }",
+			rustfmt.F32(m.Float32("cache-threshold")), m.Uint("balance-abs-threshold"),
+			rustfmt.F32(m.Float32("balance-rel-threshold")), m.Uint("eviction-interval"), m.Uint("max-tree-size"))
+	case policy.PowerOfTwo:
+		return "PowerOfTwo { load_check_interval_secs: 5 }"
+	}
+	return "RoundRobin"
 }
 
 // ValidateCacheAware is RouterConfig::validate's checks of the cache_aware

@@ -94,3 +94,11 @@ func Option(rendered string, some bool) string {
 	}
 	return "Some(" + rendered + ")"
 }
+
+// OptionWith is Debug for an Option whose Some value render renders.
+func OptionWith(v *string, render func(string) string) string {
+	if v == nil {
+		return "None"
+	}
+	return "Some(" + render(*v) + ")"
+}
