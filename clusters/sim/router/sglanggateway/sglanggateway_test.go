@@ -42,11 +42,8 @@ func registered(t *testing.T, r *routertest.Router) workerList {
 
 func startSG(t *testing.T, es []*routertest.Engine, pods *routertest.Pods, extra ...string) *routertest.Router {
 	t.Helper()
-	r := routertest.Start(t, Main, routertest.OperatorArgs(es[0].Port, extra...), map[string]string{"SIM_ROUTER_SEED": "3"}, pods)
-	r.WaitReady(t, "/liveness", 5*time.Second)
-	routertest.Eventually(t, 5*time.Second, func() bool { return len(registered(t, r).Workers) == len(es) },
-		"workers never registered; stdout:\n%s", r.Stdout)
-	return r
+	return routertest.StartOverFleet(t, Main, es, pods, map[string]string{"SIM_ROUTER_SEED": "3"},
+		func(r *routertest.Router) int { return len(registered(t, r).Workers) }, extra...)
 }
 
 func TestSGBannerHasNoKvConnector(t *testing.T) {

@@ -30,15 +30,12 @@ var logs = (*routertest.Router).Logs
 // selection.
 func startVR(t *testing.T, es []*routertest.Engine, pods *routertest.Pods, extra ...string) *routertest.Router {
 	t.Helper()
-	r := routertest.Start(t, Main, routertest.OperatorArgs(es[0].Port, extra...), map[string]string{"SIM_ROUTER_SEED": "7"}, pods)
-	r.WaitReady(t, "/liveness", 5*time.Second)
-	routertest.Eventually(t, 5*time.Second, func() bool {
+	return routertest.StartOverFleet(t, Main, es, pods, map[string]string{"SIM_ROUTER_SEED": "7"}, func(r *routertest.Router) int {
 		var l struct{ URLs []string }
 		_, _, b := routertest.Get(t, r.Base()+"/list_workers")
 		_ = json.Unmarshal(b, &l)
-		return len(l.URLs) == len(es)
-	}, "workers never registered; stdout:\n%s", r.Stdout)
-	return r
+		return len(l.URLs)
+	}, extra...)
 }
 
 func TestVRBannerDefaultCacheAware(t *testing.T) {

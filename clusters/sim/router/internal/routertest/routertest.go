@@ -388,6 +388,17 @@ func Fleet(t testing.TB, n int, pods *Pods) []*Engine {
 	return es
 }
 
+// StartOverFleet runs main with OperatorArgs over es (their Pods in pods)
+// and env, and waits until it is live and registered(r) counts every
+// engine (each router lists its workers its own way).
+func StartOverFleet(t testing.TB, main Main, es []*Engine, pods *Pods, env map[string]string, registered func(*Router) int, extra ...string) *Router {
+	t.Helper()
+	r := Start(t, main, OperatorArgs(es[0].Port, extra...), env, pods)
+	r.WaitReady(t, "/liveness", 5*time.Second)
+	Eventually(t, 5*time.Second, func() bool { return registered(r) == len(es) }, "workers never registered; stdout:\n%s", r.Stdout)
+	return r
+}
+
 // Buffer is a goroutine-safe bytes.Buffer for log streams.
 type Buffer struct {
 	mu sync.Mutex
