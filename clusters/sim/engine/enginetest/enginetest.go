@@ -2,7 +2,8 @@
 // container on loopback for tests: whatever address the program listens on,
 // it gets 127.0.0.1 and a port picked in advance, so the URL is known before
 // the program binds it (and a connection before that is refused, as on a Pod
-// whose server is not up yet).
+// whose server is not up yet). The Engine's helpers then talk to it the way
+// both engines' tests need: scrape /metrics, GET, POST, read SSE streams.
 package enginetest
 
 import (
