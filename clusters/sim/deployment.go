@@ -127,11 +127,7 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 			return nil
 		}
 		last = strings.Join(gaps, "; ")
-		pods, err := d.RouterState(ctx)
-		if err != nil {
-			return err
-		}
-		if refused := allRefuseArgs(pods); refused != "" {
+		if refused := allRefuseArgs(d.currentRouterPods(obj)); refused != "" {
 			return fmt.Errorf("%s cannot become Ready: router Pod %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments; its previous log has the error); still missing: %s", d.key(), refused, last)
 		}
 		select {
@@ -142,10 +138,10 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	}
 }
 
-// allRefuseArgs names a router Pod when every router Pod refuses its
-// arguments. One good Pod beside a crashing one is a rollout in progress (an
-// edit that fixed the arguments, or one that broke them while the old Pod
-// keeps serving), which waiting can still resolve.
+// allRefuseArgs names a router Pod when every Pod of the current router
+// template refuses its arguments. Pods of an older template do not count:
+// right after an edit that fixes the arguments the old Pod still crashes
+// while the new one is being created, and waiting resolves that.
 func allRefuseArgs(pods []clusters.RouterPod) string {
 	if len(pods) == 0 {
 		return ""
@@ -156,6 +152,25 @@ func allRefuseArgs(pods []clusters.RouterPod) string {
 		}
 	}
 	return pods[0].Name
+}
+
+// currentRouterPods are the live router Pods of obj's current template (the
+// ReplicaSet's pod-template-hash), as RouterState describes them.
+func (d *deployment) currentRouterPods(obj *api.ModelDeployment) []clusters.RouterPod {
+	if obj.Spec.Router == nil {
+		return nil
+	}
+	w, err := operator.RenderRouter(obj)
+	if err != nil {
+		return nil
+	}
+	var out []clusters.RouterPod
+	for _, p := range d.routerPods() {
+		if p.Labels[operator.LabelPodTemplateHash] == w.TemplateHash {
+			out = append(out, routerPod(obj, p))
+		}
+	}
+	return out
 }
 
 // routerPods returns the live (not deleting) router Pods, sorted by name.
@@ -242,17 +257,21 @@ func (d *deployment) RouterState(ctx context.Context) ([]clusters.RouterPod, err
 	}
 	var out []clusters.RouterPod
 	for _, p := range d.routerPods() {
-		rp := clusters.RouterPod{Name: p.Name, UID: p.UID, IP: p.IP, Ready: p.Ready}
-		if cs, ok := p.Container(routerContainer(obj)); ok {
-			rp.Restarts, rp.Waiting = cs.RestartCount, cs.Waiting
-			if cs.LastTermination != nil {
-				code := cs.LastTermination.ExitCode
-				rp.LastExitCode = &code
-			}
-		}
-		out = append(out, rp)
+		out = append(out, routerPod(obj, p))
 	}
 	return out, nil
+}
+
+func routerPod(obj *api.ModelDeployment, p kubelet.PodStatus) clusters.RouterPod {
+	rp := clusters.RouterPod{Name: p.Name, UID: p.UID, IP: p.IP, Ready: p.Ready}
+	if cs, ok := p.Container(routerContainer(obj)); ok {
+		rp.Restarts, rp.Waiting = cs.RestartCount, cs.Waiting
+		if cs.LastTermination != nil {
+			code := cs.LastTermination.ExitCode
+			rp.LastExitCode = &code
+		}
+	}
+	return rp
 }
 
 // RouterMetrics scrapes :9090/metrics of every live router Pod, merged with
