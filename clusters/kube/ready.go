@@ -74,9 +74,36 @@ func (d *Deployment) terminal(ctx context.Context, md *api.ModelDeployment) stri
 	if err != nil {
 		return "" // a failed list is not a verdict; the next poll retries
 	}
+	var refused []string
+	routers := 0
 	for i := range pods {
-		if r := podTerminal(&pods[i]); r != "" {
+		p := &pods[i]
+		if r := podTerminal(p); r != "" {
 			return r
+		}
+		if _, isRouter := p.Labels[api.LabelRouter]; isRouter && p.DeletionTimestamp == nil {
+			routers++
+			if r := refusedArgs(p); r != "" {
+				refused = append(refused, r)
+			}
+		}
+	}
+	// One good router Pod beside a refusing one is a rollout in progress (an
+	// edit that fixed the arguments while the old Pod still crashes), which
+	// waiting resolves; only when every router Pod refuses is it final.
+	if routers > 0 && len(refused) == routers {
+		return refused[0]
+	}
+	return ""
+}
+
+// refusedArgs reports a router container crash-looping with exit code 2,
+// clap's code for an argument it refused.
+func refusedArgs(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		w := cs.State.Waiting
+		if w != nil && w.Reason == "CrashLoopBackOff" && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 2 {
+			return fmt.Sprintf("router Pod %s container %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments, e.g. an unknown --policy; its previous log has the error)", p.Name, cs.Name)
 		}
 	}
 	return ""
@@ -87,7 +114,6 @@ func podTerminal(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
 		return ""
 	}
-	_, isRouter := p.Labels[api.LabelRouter]
 	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
 		w := cs.State.Waiting
@@ -96,9 +122,6 @@ func podTerminal(p *corev1.Pod) string {
 		}
 		if stuckReasons[w.Reason] {
 			return fmt.Sprintf("Pod %s container %s is %s: %s", p.Name, cs.Name, w.Reason, firstLine(w.Message))
-		}
-		if isRouter && w.Reason == "CrashLoopBackOff" && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 2 {
-			return fmt.Sprintf("router Pod %s container %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments, e.g. an unknown --policy; its previous log has the error)", p.Name, cs.Name)
 		}
 	}
 	return ""

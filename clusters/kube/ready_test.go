@@ -122,6 +122,24 @@ func TestWaitReadyStopsEarlyOnRouterExit2(t *testing.T) {
 	t.Logf("returned after %v: %v", time.Since(start), err)
 }
 
+// After an edit that fixes the router's arguments the old Pod still crashes
+// beside the new one: that is a rollout in progress, not a final state.
+func TestWaitReadyKeepsWaitingWhileAGoodRouterPodRollsOut(t *testing.T) {
+	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "2", "q"))
+	d := deployed(t, e, "md")
+	s := readyStatus(d.name, true, 2)
+	s.Conditions[0] = api.Condition{Type: api.ConditionRouterReady, Status: "False", Reason: api.ReasonNoReadyReplicas}
+	e.setStatus(d.ns, d.name, s, 0)
+	e.addPod(routerPod(d.ns, d.name, "md-router-old", "u1", crashLooping(2)))
+	e.addPod(routerPod(d.ns, d.name, "md-router-new", "u2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := d.WaitReady(ctx, 5*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "RouterReady=False") {
+		t.Fatalf("WaitReady = %v, want it to keep waiting until its deadline and name RouterReady", err)
+	}
+}
+
 // waitReadyBounded runs WaitReady under a deadline far longer than an early
 // stop takes; a stop by the deadline is a failure of the early stop.
 func waitReadyBounded(d *Deployment) error {
