@@ -7,7 +7,6 @@
 package enginetest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -149,24 +150,8 @@ func (e *Engine) Stop() int {
 	return code
 }
 
-// Buffer is a goroutine-safe log buffer.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-// String returns everything written so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// Buffer is a goroutine-safe log buffer (simtest.Buffer).
+type Buffer = simtest.Buffer
 
 // Families are one /metrics scrape, parsed.
 type Families map[string]*dto.MetricFamily

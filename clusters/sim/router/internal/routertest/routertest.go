@@ -5,7 +5,6 @@
 package routertest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -399,23 +400,8 @@ func StartOverFleet(t testing.TB, main Main, es []*Engine, pods *Pods, env map[s
 	return r
 }
 
-// Buffer is a goroutine-safe bytes.Buffer for log streams.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// Buffer is a goroutine-safe log buffer (simtest.Buffer).
+type Buffer = simtest.Buffer
 
 // Router is a running router program.
 type Router struct {
