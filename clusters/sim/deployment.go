@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -292,25 +290,15 @@ func (d *deployment) RouterMetrics(ctx context.Context) (metrics.Snapshot, error
 	return metrics.Merge(parts...)
 }
 
+// scrape reads one Pod's /metrics through assertions/metrics, as the kube
+// target does through the Pod proxy; source names the Pod in merged snapshots.
 func (d *deployment) scrape(ctx context.Context, source, ip string, port int) (metrics.Snapshot, error) {
 	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(port)) + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return metrics.Snapshot{}, err
-	}
-	resp, err := d.c.http.Do(req)
+	s, err := metrics.Scrape(ctx, url, metrics.WithHTTPClient(d.c.http), metrics.WithSource(source))
 	if err != nil {
 		return metrics.Snapshot{}, fmt.Errorf("scrape pod %s: %w", source, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return metrics.Snapshot{}, fmt.Errorf("scrape pod %s: %w", source, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return metrics.Snapshot{}, fmt.Errorf("scrape pod %s: GET %s: %s", source, url, resp.Status)
-	}
-	return metrics.ParseText(source, body)
+	return s, nil
 }
 
 func mustReplicas(d *deployment) []clusters.Replica {
