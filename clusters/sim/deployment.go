@@ -191,7 +191,11 @@ func (d *deployment) OpenAIBaseURL(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if obj.Spec.Router == nil {
-		for _, r := range mustReplicas(d) {
+		rs, err := d.Replicas(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, r := range rs {
 			if r.Role == obj.Spec.Roles[0].Name {
 				if p, ok := d.c.kube.Get(d.Namespace(), r.Name); ok && p.Ready {
 					return r.URL() + "/v1", nil
@@ -299,11 +303,6 @@ func (d *deployment) scrape(ctx context.Context, source, ip string, port int) (m
 		return metrics.Snapshot{}, fmt.Errorf("scrape pod %s: %w", source, err)
 	}
 	return s, nil
-}
-
-func mustReplicas(d *deployment) []clusters.Replica {
-	rs, _ := d.Replicas(context.Background())
-	return rs
 }
 
 // Replicas lists the live engine replicas (leader Pods), sorted by name.
