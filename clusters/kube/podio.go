@@ -20,13 +20,6 @@ import (
 // request over a long run stays far below it.
 const maxLogBytes = 64 << 20
 
-// parseMetrics and mergeMetrics are the assertions/metrics functions, behind
-// variables so the parser can be swapped without touching the callers.
-var (
-	parseMetrics = metrics.ParseText
-	mergeMetrics = metrics.Merge
-)
-
 // proxyGet reads path from port of a Pod through the API server's Pod proxy
 // (pods/<name>:<port>/proxy/<path>), so no probe Pod or Pod-network route is
 // needed from where the suite runs.
@@ -60,7 +53,7 @@ func (c *Cluster) scrape(ctx context.Context, p *corev1.Pod, defPort int) (metri
 		return metrics.Snapshot{}, nil, err
 	}
 	src := fmt.Sprintf("%s/%s:%d", p.Namespace, p.Name, port)
-	snap, err := parseMetrics(src, body)
+	snap, err := metrics.ParseText(src, body)
 	return snap, body, err
 }
 
@@ -83,7 +76,7 @@ func (d *Deployment) RouterMetrics(ctx context.Context) (metrics.Snapshot, error
 		}
 		parts = append(parts, snap)
 	}
-	return mergeMetrics(parts...)
+	return metrics.Merge(parts...)
 }
 
 // EngineMetrics scrapes one replica's engine /metrics (the Pod's

@@ -125,7 +125,6 @@ type localProxy struct {
 	mu      sync.Mutex
 	tunnel  Tunnel
 	conns   map[net.Conn]proxied
-	opens   int
 	closing bool
 }
 
@@ -179,7 +178,6 @@ func (p *localProxy) current() (Tunnel, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.opens++
 	p.tunnel = t
 	return t, nil
 }
