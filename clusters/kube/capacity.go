@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -156,7 +158,7 @@ func (c *Cluster) CanRun(ctx context.Context, md *api.ModelDeployment) (bool, st
 	for _, it := range its {
 		idx[it.Name] = it
 	}
-	for _, name := range sortedKeys(byType) {
+	for _, name := range slices.Sorted(maps.Keys(byType)) {
 		it, ok := idx[name]
 		switch {
 		case !ok:

@@ -3,7 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,7 +104,7 @@ func pairs(noGPU string) []clusters.Pair {
 		for _, e := range api.Engines {
 			p := clusters.Pair{Router: r, Engine: e, Supported: true}
 			switch {
-			case !contains(routerEngines[r], e):
+			case !slices.Contains(routerEngines[r], e):
 				p.Supported = false
 				p.Reason = fmt.Sprintf("router %q does not front engine %q; it accepts %s (operator webhook)", r, e, strings.Join(routerEngines[r], ", "))
 			case noGPU != "":
@@ -166,18 +167,13 @@ func (c *Cluster) gpuProducts(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("list nodes: %s", firstLine(err.Error()))
 	}
-	seen := map[string]int{}
+	seen := map[string]bool{}
 	for _, n := range nodes.Items {
 		if p := n.Labels[LabelGPUProduct]; p != "" {
-			seen[p]++
+			seen[p] = true
 		}
 	}
-	var parts []string
-	for _, p := range sortedKeys(seen) {
-		parts = append(parts, p)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", "), nil
+	return strings.Join(slices.Sorted(maps.Keys(seen)), ", "), nil
 }
 
 // imageTag returns the tag of an image reference, else its digest, else "".
@@ -188,13 +184,4 @@ func imageTag(image string) string {
 		return ref[i+1:]
 	}
 	return digest
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
