@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -74,11 +74,11 @@ func checkFields(path string, v any, t reflect.Type) error {
 			return fmt.Errorf("%s: expected an object, got %s", orTop(path), kindOf(v))
 		}
 		fields := jsonFields(t)
-		for _, key := range sortedKeys(m) {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			f, known := fields[key]
 			if !known {
 				return fmt.Errorf("%s: unknown field %q; accepted fields: %s", orTop(path), key,
-					strings.Join(sortedKeys(fields), ", "))
+					strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 			}
 			if err := checkFields(join(path, key), m[key], f.Type); err != nil {
 				return err
@@ -119,15 +119,6 @@ func jsonFields(t reflect.Type) map[string]reflect.StructField {
 		out[name] = f
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func join(path, key string) string {
