@@ -132,11 +132,10 @@ func (c *Cluster) CanRun(ctx context.Context, md *api.ModelDeployment) (bool, st
 	byType := map[string]int64{}
 	var unplaced int64
 	for _, r := range md.Spec.Roles {
-		one := &api.ModelDeployment{Spec: api.ModelDeploymentSpec{Roles: []api.Role{r}}}
 		if r.InstanceType == "" {
-			unplaced += AcceleratorsNeeded(one)
+			unplaced += roleAccelerators(r)
 		} else {
-			byType[r.InstanceType] += AcceleratorsNeeded(one)
+			byType[r.InstanceType] += roleAccelerators(r)
 		}
 	}
 	if unplaced > 0 {

@@ -90,8 +90,7 @@ func (c *Cluster) placeRoles(ctx context.Context, md *api.ModelDeployment) ([]In
 	var unplaced int64
 	for _, r := range md.Spec.Roles {
 		if r.InstanceType == "" {
-			one := &api.ModelDeployment{Spec: api.ModelDeploymentSpec{Roles: []api.Role{r}}}
-			unplaced += AcceleratorsNeeded(one)
+			unplaced += roleAccelerators(r)
 		}
 	}
 	if hasEmptyInstanceType(md) {

@@ -382,17 +382,22 @@ func restConfig(opts Options) (*rest.Config, bool, error) {
 func AcceleratorsNeeded(md *api.ModelDeployment) int64 {
 	var n int64
 	for _, r := range md.Spec.Roles {
-		size := int64(1)
-		if r.Size != nil {
-			size = int64(*r.Size)
-		}
-		per := int64(1)
-		if r.Resources != nil && r.Resources.Accelerator != "" {
-			per = parseQuantityInt(r.Resources.Accelerator, 1)
-		}
-		n += int64(r.RoleReplicas()) * size * per
+		n += roleAccelerators(r)
 	}
 	return n
+}
+
+// roleAccelerators is one role's share of AcceleratorsNeeded.
+func roleAccelerators(r api.Role) int64 {
+	size := int64(1)
+	if r.Size != nil {
+		size = int64(*r.Size)
+	}
+	per := int64(1)
+	if r.Resources != nil && r.Resources.Accelerator != "" {
+		per = parseQuantityInt(r.Resources.Accelerator, 1)
+	}
+	return int64(r.RoleReplicas()) * size * per
 }
 
 func randomSuffix(n int) string {
