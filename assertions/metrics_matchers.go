@@ -36,14 +36,6 @@ func deltaEvidence(ds []metrics.SeriesDelta, before, after metrics.Snapshot) str
 	return b.String()
 }
 
-func sumDeltas(ds []metrics.SeriesDelta) float64 {
-	var t float64
-	for _, d := range ds {
-		t += d.Delta()
-	}
-	return t
-}
-
 // HaveCounterRisenBy succeeds when the series of name selected by ms, summed
 // (over workers, finished reasons, merged router Pods), rose by exactly n
 // from before to the actual metrics.Snapshot. A counter reset or a missing
@@ -61,7 +53,7 @@ func HaveCounterRisenBy(before metrics.Snapshot, name string, n float64, ms ...m
 		if err != nil {
 			return false, "", "", fmt.Errorf("HaveCounterRisenBy(%s, %s): %w", sel, metrics.FormatValue(n), err)
 		}
-		got := sumDeltas(ds)
+		got := metrics.SumDeltas(ds)
 		ev := deltaEvidence(ds, before, after)
 		return got == n,
 			fmt.Sprintf("Expected %s to have risen by %s between the snapshots, but it rose by %s:\n%s", sel, metrics.FormatValue(n), metrics.FormatValue(got), ev),
@@ -83,7 +75,7 @@ func HaveDelta(before metrics.Snapshot, name string, inner types.GomegaMatcher, 
 		if err != nil {
 			return false, "", "", fmt.Errorf("HaveDelta(%s): %w", sel, err)
 		}
-		got := sumDeltas(ds)
+		got := metrics.SumDeltas(ds)
 		ok, err := inner.Match(got)
 		if err != nil {
 			return false, "", "", fmt.Errorf("HaveDelta(%s): %w", sel, err)
@@ -108,10 +100,7 @@ func HaveDeltaBy(before metrics.Snapshot, name, label string, inner types.Gomega
 		if err != nil {
 			return false, "", "", fmt.Errorf("HaveDeltaBy(%s by %s): %w", sel, label, err)
 		}
-		by := map[string]float64{}
-		for _, d := range ds {
-			by[d.Labels[label]] += d.Delta()
-		}
+		by := metrics.SumDeltasBy(ds, label)
 		ok, err := inner.Match(by)
 		if err != nil {
 			return false, "", "", fmt.Errorf("HaveDeltaBy(%s by %s): %w", sel, label, err)

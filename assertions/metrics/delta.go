@@ -108,11 +108,7 @@ func Delta(before, after Snapshot, name string, ms ...Matcher) (float64, error) 
 	if err != nil {
 		return 0, err
 	}
-	var sum float64
-	for _, d := range ds {
-		sum += d.Delta()
-	}
-	return sum, nil
+	return SumDeltas(ds), nil
 }
 
 // DeltaBy is Delta per value of label, e.g. per worker; series without the
@@ -122,11 +118,27 @@ func DeltaBy(before, after Snapshot, name, label string, ms ...Matcher) (map[str
 	if err != nil {
 		return nil, err
 	}
+	return SumDeltasBy(ds, label), nil
+}
+
+// SumDeltas adds up the rise of every series in ds, for callers that keep
+// the Deltas as evidence and need their total too.
+func SumDeltas(ds []SeriesDelta) float64 {
+	var sum float64
+	for _, d := range ds {
+		sum += d.Delta()
+	}
+	return sum
+}
+
+// SumDeltasBy is SumDeltas per value of label; series without the label add
+// up under "".
+func SumDeltasBy(ds []SeriesDelta, label string) map[string]float64 {
 	out := map[string]float64{}
 	for _, d := range ds {
 		out[d.Labels[label]] += d.Delta()
 	}
-	return out, nil
+	return out
 }
 
 // isMonotonic: only a known gauge may go down; untyped series get the benefit

@@ -354,6 +354,12 @@ func TestSeriesAppearingCountsFromZero(t *testing.T) {
 	if !ds[1].BeforeMissing || ds[1].Delta() != 2 || !strings.Contains(ds[1].String(), "absent(0) → 2 (+2)") {
 		t.Errorf("new series = %+v (%s)", ds[1], ds[1])
 	}
+	if by := metrics.SumDeltasBy(ds, "worker"); len(by) != 2 || by[w1] != 2 || by[w2] != 2 {
+		t.Errorf("SumDeltasBy = %v; want 2 on each worker", by)
+	}
+	if sum := metrics.SumDeltas(ds); sum != 4 {
+		t.Errorf("SumDeltas = %v; want 4", sum)
+	}
 }
 
 func TestNoSeriesOffersNearestNames(t *testing.T) {
