@@ -380,6 +380,10 @@ func TestNoSeriesOffersNearestNames(t *testing.T) {
 	if !errors.As(err, &ns) || len(ns.SameName) != 5 || !strings.Contains(err.Error(), `finished_reason="stop"`) {
 		t.Errorf("err = %v", err)
 	}
+	// NoSeries is that same error, for a caller whose Select came back empty.
+	if direct := s.NoSeries("vllm:request_success_total", metrics.Eq("finished_reason", "done")); direct.Error() != err.Error() {
+		t.Errorf("NoSeries = %v; want Sum's error %v", direct, err)
+	}
 }
 
 func TestBadMatchersAreErrors(t *testing.T) {

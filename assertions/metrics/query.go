@@ -34,7 +34,7 @@ func (s Snapshot) Sum(name string, ms ...Matcher) (float64, error) {
 		return 0, err
 	}
 	if len(sel) == 0 {
-		return 0, s.noSeries(name, ms)
+		return 0, s.NoSeries(name, ms...)
 	}
 	var sum float64
 	for _, smp := range sel {
@@ -51,7 +51,7 @@ func (s Snapshot) SumBy(name, label string, ms ...Matcher) (map[string]float64, 
 		return nil, err
 	}
 	if len(sel) == 0 {
-		return nil, s.noSeries(name, ms)
+		return nil, s.NoSeries(name, ms...)
 	}
 	out := map[string]float64{}
 	for _, smp := range sel {
@@ -90,7 +90,10 @@ func (s Snapshot) TypeOf(sampleName string) string {
 	return ""
 }
 
-func (s Snapshot) noSeries(name string, ms []Matcher) error {
+// NoSeries is the *NoSeriesError for a query of name and ms that selected
+// nothing: what Sum returns then, for callers that Select and find no
+// series. It lists the series of that name present, or the nearest names.
+func (s Snapshot) NoSeries(name string, ms ...Matcher) error {
 	return newNoSeries(name, ms, s.Sources, s)
 }
 
