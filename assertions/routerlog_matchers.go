@@ -94,12 +94,13 @@ func (m *BannerMatcher) run(actual any) (bool, string, string, error) {
 		if err != nil {
 			return false, "", "", err
 		}
-		last, err := routerlog.FindBanner(logs)
-		if err != nil {
+		bs, _ := routerlog.FindBanners(logs)
+		if len(bs) == 0 {
+			_, err := routerlog.FindBanner(logs) // the *NoBannerError, with the log's tail
 			return false, "", "", fmt.Errorf("%s: expected a startup banner showing %s, but found %w", matcher, m.want(), err)
 		}
-		bs, _ := routerlog.FindBanners(logs) // how many, for the evidence
-		b, count = last, len(bs)
+		// The last banner is the running process's; how many there were is evidence.
+		b, count = bs[len(bs)-1], len(bs)
 	}
 	var v rustdebug.Value
 	switch m.part {
