@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 )
@@ -49,16 +50,16 @@ type EngineKnobs struct {
 func (k EngineKnobs) env() map[string]string {
 	out := map[string]string{}
 	if k.TTFT > 0 {
-		out["SIM_ENGINE_TTFT"] = k.TTFT.String()
+		out[server.EnvTTFT] = k.TTFT.String()
 	}
 	if k.ITL > 0 {
-		out["SIM_ENGINE_ITL"] = k.ITL.String()
+		out[server.EnvITL] = k.ITL.String()
 	}
 	if k.OutputTokens > 0 {
-		out["SIM_ENGINE_OUTPUT_TOKENS"] = fmt.Sprint(k.OutputTokens)
+		out[server.EnvOutputTokens] = fmt.Sprint(k.OutputTokens)
 	}
 	if k.StartupDelay > 0 {
-		out["SIM_ENGINE_STARTUP_DELAY"] = k.StartupDelay.String()
+		out[server.EnvStartupDelay] = k.StartupDelay.String()
 	}
 	return out
 }
