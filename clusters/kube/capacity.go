@@ -97,6 +97,16 @@ func (c *Cluster) Capacity(ctx context.Context, accelerators int64) (InstanceTyp
 	if err != nil {
 		return InstanceType{}, err
 	}
+	it, ce := c.chooseInstanceType(its, accelerators)
+	if ce != nil {
+		return InstanceType{}, ce
+	}
+	return it, nil
+}
+
+// chooseInstanceType is Capacity's choice among its, already listed, so a
+// caller that needs the list for more than the choice reads it once.
+func (c *Cluster) chooseInstanceType(its []InstanceType, accelerators int64) (InstanceType, *CapacityError) {
 	var best *InstanceType
 	var seen []string
 	for i := range its {
@@ -138,20 +148,17 @@ func (c *Cluster) CanRun(ctx context.Context, md *api.ModelDeployment) (bool, st
 			byType[r.InstanceType] += roleAccelerators(r)
 		}
 	}
-	if unplaced > 0 {
-		if _, err := c.Capacity(ctx, unplaced); err != nil {
-			if ce, ok := err.(*CapacityError); ok {
-				return false, ce.Reason, nil
-			}
-			return false, "", err
-		}
-	}
-	if len(byType) == 0 {
+	if unplaced == 0 && len(byType) == 0 {
 		return true, "", nil
 	}
 	its, err := c.InstanceTypes(ctx)
 	if err != nil {
 		return false, "", err
+	}
+	if unplaced > 0 {
+		if _, ce := c.chooseInstanceType(its, unplaced); ce != nil {
+			return false, ce.Reason, nil
+		}
 	}
 	idx := map[string]InstanceType{}
 	for _, it := range its {

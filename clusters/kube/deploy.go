@@ -93,20 +93,17 @@ func (c *Cluster) placeRoles(ctx context.Context, md *api.ModelDeployment) ([]In
 			unplaced += roleAccelerators(r)
 		}
 	}
+	all, err := c.InstanceTypes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("deploy %s: %w", md.Metadata.Name, err)
+	}
 	if hasEmptyInstanceType(md) {
-		name, err := c.pickInstanceType(ctx, unplaced)
-		if err != nil {
-			return nil, fmt.Errorf("deploy %s: %w", md.Metadata.Name, err)
-		}
+		name := c.pickInstanceType(all, unplaced)
 		for i := range md.Spec.Roles {
 			if md.Spec.Roles[i].InstanceType == "" {
 				md.Spec.Roles[i].InstanceType = name
 			}
 		}
-	}
-	all, err := c.InstanceTypes(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("deploy %s: %w", md.Metadata.Name, err)
 	}
 	idx := map[string]InstanceType{}
 	for _, it := range all {
@@ -130,25 +127,17 @@ func (c *Cluster) placeRoles(ctx context.Context, md *api.ModelDeployment) ([]In
 	return out, nil
 }
 
-// pickInstanceType is Capacity's choice. When nothing has room it still
-// names the closest InstanceType (accelerated and Active first) instead of
-// failing: admission specs must reach the webhook on a cluster without free
-// accelerators, and a spec that needs serving asks CanRun first. With no
+// pickInstanceType is Capacity's choice among all. When nothing has room it
+// still names the closest InstanceType (accelerated and Active first) instead
+// of failing: admission specs must reach the webhook on a cluster without
+// free accelerators, and a spec that needs serving asks CanRun first. With no
 // InstanceType at all the field stays empty and the webhook names it.
-func (c *Cluster) pickInstanceType(ctx context.Context, need int64) (string, error) {
-	it, err := c.Capacity(ctx, need)
-	if err == nil {
-		return it.Name, nil
-	}
-	var ce *CapacityError
-	if !errors.As(err, &ce) {
-		return "", err
+func (c *Cluster) pickInstanceType(all []InstanceType, need int64) string {
+	it, ce := c.chooseInstanceType(all, need)
+	if ce == nil {
+		return it.Name
 	}
 	c.logf("kube: %s; deploying anyway (it will not become Ready)", ce.Reason)
-	all, err := c.InstanceTypes(ctx)
-	if err != nil {
-		return "", err
-	}
 	best := -1
 	rank := func(it InstanceType) int {
 		r := 0
@@ -169,9 +158,9 @@ func (c *Cluster) pickInstanceType(ctx context.Context, need int64) (string, err
 		}
 	}
 	if best < 0 {
-		return c.opts.InstanceType, nil
+		return c.opts.InstanceType
 	}
-	return all[best].Name, nil
+	return all[best].Name
 }
 
 func hasEmptyInstanceType(md *api.ModelDeployment) bool {

@@ -243,6 +243,24 @@ func TestDeployWithoutCapacityStillReachesTheWebhook(t *testing.T) {
 	}
 }
 
+// Placing roles, choosing among InstanceTypes and finding their LocalQueue
+// names all read one listing, also on the no-capacity fallback.
+func TestDeployListsInstanceTypesOnce(t *testing.T) {
+	e := newFakeEnv(t, instanceTypeObj("cpu-only", PhaseActive, false, "0", "q"))
+	if _, err := e.cluster.Deploy(context.Background(), twoServerMD("md")); err != nil {
+		t.Fatal(err)
+	}
+	lists := 0
+	for _, a := range e.dyn.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "instancetypes" {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("Deploy listed instancetypes %d times, want 1", lists)
+	}
+}
+
 func TestDeployMapsAWebhookRefusalToAdmissionError(t *testing.T) {
 	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "2", "q"))
 	msg := `"--port" is set by the operator for router "vllm-router" and must not be supplied here, because two values for it cannot be told apart`
