@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
@@ -56,8 +55,7 @@ func (f *spdyForwarder) Forward(ctx context.Context, ns, pod string, port int) (
 	// The tunnel outlives the call that opened it; it ends with Close.
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready := make(chan struct{})
-	var errOut strings.Builder
-	pf, err := portforward.NewOnAddressesWithContext(fctx, dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, ready, io.Discard, &lockedWriter{w: &errOut})
+	pf, err := portforward.NewOnAddressesWithContext(fctx, dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, ready, io.Discard, io.Discard)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("port-forward to %s/%s: %w", ns, pod, err)
@@ -98,17 +96,6 @@ func (t *spdyTunnel) Done() <-chan struct{} { return t.done }
 func (t *spdyTunnel) Close() {
 	t.cancel()
 	<-t.done
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // localProxy is a stable 127.0.0.1 listener in front of a port-forward. Each
