@@ -293,29 +293,25 @@ func specResult(sr types.SpecReport) SpecResult {
 		}
 	}
 	for _, e := range sr.ReportEntries {
-		switch e.Name {
-		case EntrySplit:
-			var v Split
-			if err := decodeEntry(e, &v); err != nil {
-				s.Entries = append(s.Entries, fmt.Sprintf("unreadable %s entry: %v", e.Name, err))
-				continue
+		v, err := decodeKnown(e)
+		switch x := v.(type) {
+		case *Split:
+			if err == nil {
+				s.splits = append(s.splits, *x)
 			}
-			s.splits = append(s.splits, v)
-		case EntryClaim:
-			var v Claim
-			if err := decodeEntry(e, &v); err != nil {
-				s.Entries = append(s.Entries, fmt.Sprintf("unreadable %s entry: %v", e.Name, err))
-				continue
+		case *Claim:
+			if err == nil {
+				s.claims = append(s.claims, *x)
 			}
-			s.claims = append(s.claims, v)
 		}
-		s.Entries = append(s.Entries, entryLine(e))
+		s.Entries = append(s.Entries, entryLine(e, v, err))
 	}
 	return s
 }
 
-// entryLine renders any entry as one readable line for the spec list.
-func entryLine(e types.ReportEntry) string {
+// decodeKnown decodes an entry recorded under one of the Entry* names into a
+// pointer to its type; other entries give nil.
+func decodeKnown(e types.ReportEntry) (any, error) {
 	var v any
 	switch e.Name {
 	case EntryClaim:
@@ -333,10 +329,22 @@ func entryLine(e types.ReportEntry) string {
 	case EntryRouterExit:
 		v = &RouterExit{}
 	default:
-		return e.Name + ": " + firstLines(e.Value.String(), 1)
+		return nil, nil
 	}
-	if err := decodeEntry(e, v); err != nil {
+	return v, decodeEntry(e, v)
+}
+
+// entryLine renders any entry as one readable line for the spec list, from
+// what decodeKnown made of it.
+func entryLine(e types.ReportEntry, v any, err error) string {
+	switch {
+	case err != nil && (e.Name == EntrySplit || e.Name == EntryClaim):
+		// Missing from the claim tables and charts too.
+		return fmt.Sprintf("unreadable %s entry: %v", e.Name, err)
+	case err != nil:
 		return fmt.Sprintf("%s: unreadable: %v", e.Name, err)
+	case v == nil:
+		return e.Name + ": " + firstLines(e.Value.String(), 1)
 	}
 	switch x := v.(type) {
 	case *Claim:
@@ -367,7 +375,7 @@ func entryLine(e types.ReportEntry) string {
 func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
 	t := ClaimTable{Name: c.Name, Title: c.Title, Source: c.Source}
 	for _, p := range fixtures.DocumentedPairs {
-		row := ClaimRow{Pair: p.String(), Result: ResultNotRun}
+		row := ClaimRow{Pair: p.String()}
 		for _, e := range c.Pairs {
 			if e.Pair == p.String() {
 				row.Expected = e.Summary
@@ -390,32 +398,30 @@ func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
 				row.Reasons = appendUnique(row.Reasons, s.Reason)
 			}
 		}
-		switch {
-		case slices.Contains(results, ResultFail):
-			row.Result = ResultFail
-		case slices.Contains(results, ResultPass):
-			row.Result = ResultPass
-		case len(results) > 0:
-			row.Result = ResultSkip
-		default:
+		row.Result = overall(results)
+		if row.Result == ResultNotRun {
 			row.Reasons = []string{"no spec for this claim and pair ran in this suite"}
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Result = ResultNotRun
 	var rows []string
 	for _, r := range t.Rows {
 		rows = append(rows, r.Result)
 	}
-	switch {
-	case slices.Contains(rows, ResultFail):
-		t.Result = ResultFail
-	case slices.Contains(rows, ResultPass):
-		t.Result = ResultPass
-	case slices.Contains(rows, ResultSkip):
-		t.Result = ResultSkip
-	}
+	t.Result = overall(rows)
 	return t
+}
+
+// overall is the result of a claim row from its specs' results, or of a
+// claim from its rows': FAIL if any failed, else PASS if any passed, else
+// SKIP if any was skipped, else NOT RUN.
+func overall(results []string) string {
+	for _, r := range []string{ResultFail, ResultPass, ResultSkip} {
+		if slices.Contains(results, r) {
+			return r
+		}
+	}
+	return ResultNotRun
 }
 
 func appendUnique(list []string, s string) []string {
