@@ -370,9 +370,6 @@ func (d *deployment) Update(ctx context.Context, mutate func(*api.ModelDeploymen
 		return err
 	}
 	operator.Default(next)
-	if next.Spec.Router != nil && next.Spec.Router.Name == api.RouterLLMD {
-		return ErrLLMDUnsupported
-	}
 	if err := d.c.runnable(next); err != nil {
 		return err
 	}
