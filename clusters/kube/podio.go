@@ -39,10 +39,7 @@ func (c *Cluster) proxyGet(ctx context.Context, ns, pod, scheme string, port int
 // scrape reads and parses one Pod's /metrics. The source name is
 // <ns>/<pod>:<port>, which Merge puts in metrics.SourceLabel.
 func (c *Cluster) scrape(ctx context.Context, p *corev1.Pod, defPort int) (metrics.Snapshot, []byte, error) {
-	port := defPort
-	if v, err := strconv.Atoi(p.Annotations[api.AnnotationPromPort]); err == nil && v > 0 {
-		port = v
-	}
+	port := promPort(p, defPort)
 	path := p.Annotations[api.AnnotationPromPath]
 	if path == "" {
 		path = "/metrics"
@@ -55,6 +52,15 @@ func (c *Cluster) scrape(ctx context.Context, p *corev1.Pod, defPort int) (metri
 	src := fmt.Sprintf("%s/%s:%d", p.Namespace, p.Name, port)
 	snap, err := metrics.ParseText(src, body)
 	return snap, body, err
+}
+
+// promPort is the Pod's prometheus.io/port annotation, or def when it is
+// missing or not a port number.
+func promPort(p *corev1.Pod, def int) int {
+	if v, err := strconv.Atoi(p.Annotations[api.AnnotationPromPort]); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
 
 // RouterMetrics scrapes :9090 (the Pod's prometheus.io/port) of every router

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -206,10 +205,7 @@ func (d *Deployment) replica(md *api.ModelDeployment, rs roleSelector, p *corev1
 		r.Kind = kindFromLabel(k)
 	}
 	r.Port = servingPort(p)
-	r.MetricsPort = r.Port
-	if v, err := strconv.Atoi(p.Annotations[api.AnnotationPromPort]); err == nil && v > 0 {
-		r.MetricsPort = v
-	}
+	r.MetricsPort = promPort(p, r.Port)
 	for _, c := range p.Spec.Containers {
 		if c.Name == api.ContainerEngine {
 			d.c.sawEngineImage(md.Spec.Engine.Name, c.Image)
