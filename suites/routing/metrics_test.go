@@ -101,11 +101,7 @@ func seriesLabels(snap metrics.Snapshot, s fixtures.Series, rs []clusters.Replic
 	}
 	out.Samples = len(samples)
 	if len(samples) == 0 {
-		_, err := snap.Sum(s.Name, ms...) // for the NoSeriesError with what is there instead
-		if err == nil {
-			err = fmt.Errorf("no series %s", metrics.Selector(s.Name, ms))
-		}
-		return out, err
+		return out, snap.NoSeries(s.Name, ms...) // with what is there instead
 	}
 	if s.WorkerLabel == "" {
 		return out, nil

@@ -88,14 +88,15 @@ func routerMetrics(ctx context.Context, dep clusters.Deployment) metrics.Snapsho
 
 // seriesDelta waits until a router series has risen as documented over the
 // traffic (per worker: requests/replicas on each replica's worker label; in
-// all: requests), records the deltas and returns them in words. The error
-// says how the last reading differed.
+// all: requests), records the deltas of the last reading and returns them in
+// words. The error says how the last reading differed.
 func seriesDelta(ctx context.Context, t Target, spec, claim, pair string, dep clusters.Deployment, before metrics.Snapshot,
 	s fixtures.Series, rs []clusters.Replica, requests int) (string, error) {
 	GinkgoHelper()
 	want := s.Expected(requests, len(rs))
 	ms := labelMatchers(s.Labels)
 	var got string
+	var read []metrics.SeriesDelta // the last reading that gave deltas: the evidence
 	check := func(ctx context.Context) error {
 		after, err := dep.RouterMetrics(ctx)
 		if err != nil {
@@ -105,11 +106,9 @@ func seriesDelta(ctx context.Context, t Target, spec, claim, pair string, dep cl
 		if err != nil {
 			return err
 		}
+		read = ds
 		if s.Delta == fixtures.DeltaPerWorker {
-			per := map[string]float64{}
-			for _, d := range ds {
-				per[d.Labels[s.WorkerLabel]] += d.Delta()
-			}
+			per := metrics.SumDeltasBy(ds, s.WorkerLabel)
 			var parts, bad []string
 			for _, w := range workerValues(rs, s.WorkerValue) {
 				parts = append(parts, fmt.Sprintf("%s=%s", w, metrics.FormatValue(per[w])))
@@ -124,10 +123,7 @@ func seriesDelta(ctx context.Context, t Target, spec, claim, pair string, dep cl
 			}
 			return nil
 		}
-		var total float64
-		for _, d := range ds {
-			total += d.Delta()
-		}
+		total := metrics.SumDeltas(ds)
 		got = fmt.Sprintf("%s +%s", metrics.Selector(s.Name, ms), metrics.FormatValue(total))
 		if total != want {
 			return fmt.Errorf("%s rose by %s in all, documented %s", metrics.Selector(s.Name, ms), metrics.FormatValue(total), metrics.FormatValue(want))
@@ -136,16 +132,13 @@ func seriesDelta(ctx context.Context, t Target, spec, claim, pair string, dep cl
 	}
 	By("checking " + metrics.Selector(s.Name, ms) + " rose as documented")
 	// Counters settle once the last response is relayed: wait for them, then
-	// record what they show whether or not they match, and let the caller fail.
+	// record the reading that was judged, whether or not it matched, and let
+	// the caller fail.
 	last := t.settle(ctx, spec, config.OpWaitMetrics, check)
-	if after, err := dep.RouterMetrics(ctx); err == nil {
-		if ds, err := metrics.Deltas(before, after, s.Name, ms...); err == nil {
-			for _, d := range ds {
-				expected := want
-				report.Record(report.MetricDelta{Claim: claim, Pair: pair, Metric: d.Name, Labels: d.Labels,
-					Before: d.Before, After: d.After, Delta: d.Delta(), Expected: &expected})
-			}
-		}
+	for _, d := range read {
+		expected := want
+		report.Record(report.MetricDelta{Claim: claim, Pair: pair, Metric: d.Name, Labels: d.Labels,
+			Before: d.Before, After: d.After, Delta: d.Delta(), Expected: &expected})
 	}
 	return got, last
 }
