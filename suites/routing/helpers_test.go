@@ -264,13 +264,22 @@ func (t Target) replicas(ctx context.Context, dep clusters.Deployment) []cluster
 // scrapeEngines takes one engine scrape per replica, keyed by replica name.
 func scrapeEngines(ctx context.Context, dep clusters.Deployment, rs []clusters.Replica) map[string]metrics.Snapshot {
 	GinkgoHelper()
+	out, err := engineSnapshots(ctx, dep, rs)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+// engineSnapshots is scrapeEngines for a poll, returning the first error.
+func engineSnapshots(ctx context.Context, dep clusters.Deployment, rs []clusters.Replica) (map[string]metrics.Snapshot, error) {
 	out := map[string]metrics.Snapshot{}
 	for _, r := range rs {
 		s, err := dep.EngineMetrics(ctx, r)
-		Expect(err).NotTo(HaveOccurred(), "scraping engine %s", r.Name)
+		if err != nil {
+			return nil, fmt.Errorf("scraping engine %s: %w", r.Name, err)
+		}
 		out[r.Name] = s
 	}
-	return out
+	return out, nil
 }
 
 func replicaNames(rs []clusters.Replica) []string {
@@ -330,13 +339,8 @@ func (t Target) measureSplit(ctx context.Context, spec string, dep clusters.Depl
 	Expect(err).NotTo(HaveOccurred())
 	var s split.Split
 	t.eventually(ctx, spec, config.OpWaitMetrics, func(g Gomega, ctx context.Context) {
-		after := map[string]metrics.Snapshot{}
-		for _, r := range rs {
-			snap, err := dep.EngineMetrics(ctx, r)
-			g.Expect(err).NotTo(HaveOccurred())
-			after[r.Name] = snap
-		}
-		var err error
+		after, err := engineSnapshots(ctx, dep, rs)
+		g.Expect(err).NotTo(HaveOccurred())
 		s, err = split.FromSnapshots(counter, replicaNames(rs), before, after)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(s.Total()).To(Equal(sent), "engine counters %s account for %d of %d requests", counter, s.Total(), sent)
