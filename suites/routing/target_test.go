@@ -32,15 +32,14 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 			EngineVersions: versions,
 		}), nil
 	case config.TargetKube, config.TargetKind:
-		opts := kubeOptions(cfg, s)
-		if cfg.Target == config.TargetKind {
-			opts.Kubeconfig, opts.Context, opts.Target = s.Kubeconfig, "", config.TargetKind
-		}
-		return kube.Connect(ctx, opts)
+		return kube.Connect(ctx, kubeOptions(cfg, s))
 	}
 	return nil, fmt.Errorf("%s: target %q is not one of %v", cfg.File(), cfg.Target, config.Targets)
 }
 
+// kubeOptions are the kube target's options for this run. On kind they
+// point at the throwaway cluster (s.Kubeconfig, empty until process 1 has
+// created it) instead of the configured kubeconfig and context.
 func kubeOptions(cfg *config.Config, s shared) kube.Options {
 	images := map[string]string{}
 	for _, e := range cfg.Engines {
@@ -48,7 +47,7 @@ func kubeOptions(cfg *config.Config, s shared) kube.Options {
 			images[e.Name] = e.Image
 		}
 	}
-	return kube.Options{
+	opts := kube.Options{
 		Kubeconfig:        cfg.Kube.Kubeconfig,
 		Context:           cfg.Kube.Context,
 		RunID:             s.RunID,
@@ -59,6 +58,10 @@ func kubeOptions(cfg *config.Config, s shared) kube.Options {
 		EngineImages:      images,
 		Logf:              GinkgoWriter.Printf,
 	}
+	if cfg.Target == config.TargetKind {
+		opts.Kubeconfig, opts.Context, opts.Target = s.Kubeconfig, "", config.TargetKind
+	}
+	return opts
 }
 
 // createKindCluster creates the throwaway cluster on process 1 (kind, then
@@ -67,15 +70,13 @@ func kubeOptions(cfg *config.Config, s shared) kube.Options {
 // unless kind.keepCluster (E2E_KEEP_CLUSTER) keeps it.
 func createKindCluster(ctx context.Context, cfg *config.Config, s shared) string {
 	GinkgoHelper()
-	kopts := kubeOptions(cfg, s)
-	kopts.Context = ""
 	c, err := kind.Create(ctx, kind.Options{
 		Name:      cfg.Kind.ClusterName,
 		Config:    cfg.Kind.Config,
 		NodeImage: cfg.Kind.NodeImage,
 		Chart:     cfg.Kind.OperatorChart,
 		Keep:      cfg.Kind.KeepCluster,
-		Kube:      kopts,
+		Kube:      kubeOptions(cfg, s),
 		Logf:      GinkgoWriter.Printf,
 	})
 	if err != nil {
@@ -88,11 +89,7 @@ func createKindCluster(ctx context.Context, cfg *config.Config, s shared) string
 
 // deleteRunNamespaces removes every namespace labelled with this run's id.
 func deleteRunNamespaces(ctx context.Context, cfg *config.Config, s shared) error {
-	opts := kubeOptions(cfg, s)
-	if cfg.Target == config.TargetKind {
-		opts.Kubeconfig, opts.Context = s.Kubeconfig, ""
-	}
-	c, err := kube.New(opts)
+	c, err := kube.New(kubeOptions(cfg, s))
 	if err != nil {
 		// Without a connection no spec could have created anything.
 		GinkgoWriter.Printf("no run namespaces to delete: %v\n", err)
