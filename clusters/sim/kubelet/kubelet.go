@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -267,8 +268,8 @@ func (k *Kubelet) Create(spec PodSpec) (PodStatus, error) {
 		cancel:  cancel,
 		gone:    make(chan struct{}),
 	}
-	p.spec.Labels = cloneMap(spec.Labels)
-	p.spec.Annotations = cloneMap(spec.Annotations)
+	p.spec.Labels = maps.Clone(spec.Labels)
+	p.spec.Annotations = maps.Clone(spec.Annotations)
 	for i := range spec.Containers {
 		p.containers = append(p.containers, &container{spec: spec.Containers[i], waiting: ReasonContainerCreate})
 	}
@@ -547,17 +548,6 @@ func matches(labels, selector map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // listenHost maps the host a program binds to an address of its Pod: every

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -51,7 +52,7 @@ type container struct {
 func (p *pod) statusLocked() PodStatus {
 	st := PodStatus{
 		Name: p.spec.Name, Namespace: p.spec.Namespace, UID: p.uid, IP: p.ip,
-		Labels: cloneMap(p.spec.Labels), Annotations: cloneMap(p.spec.Annotations),
+		Labels: maps.Clone(p.spec.Labels), Annotations: maps.Clone(p.spec.Annotations),
 		Phase: p.phase, CreationTimestamp: p.created, DeletionTimestamp: p.deletionTime,
 	}
 	ready := true
@@ -146,11 +147,11 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time) (int32, s
 	inst := &instance{pod: p}
 	view := &proc.Container{
 		Args:   append([]string(nil), c.spec.Args...),
-		Env:    cloneMap(c.spec.Env),
+		Env:    maps.Clone(c.spec.Env),
 		Stdout: streamWriter{logs, "stdout"},
 		Stderr: streamWriter{logs, "stderr"},
 		Pod: proc.PodInfo{Name: p.spec.Name, Namespace: p.spec.Namespace, UID: p.uid, IP: p.ip,
-			Labels: cloneMap(p.spec.Labels), Annotations: cloneMap(p.spec.Annotations)},
+			Labels: maps.Clone(p.spec.Labels), Annotations: maps.Clone(p.spec.Annotations)},
 		Listen: inst.listen,
 	}
 	if view.Env == nil {
