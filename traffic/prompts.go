@@ -104,14 +104,22 @@ func newPrompter(set PromptSet) *prompter {
 	return p
 }
 
-// prompt returns the text and group of request i. For PromptsUnrelated the
-// group is i itself: every request is its own group.
+// group is request i's prefix group. For PromptsUnrelated it is i itself:
+// every request is its own group.
+func (p *prompter) group(i int) int {
+	if p.set.Kind == PromptsUnrelated {
+		return i
+	}
+	return i % len(p.prefixes)
+}
+
+// prompt returns the text and group of request i.
 func (p *prompter) prompt(i int) (string, int) {
-	lead, g := "", i
+	g := p.group(i)
+	var lead string
 	if p.set.Kind == PromptsUnrelated {
 		lead = leadingText(p.set.Nonce, "unrelated", i, p.set.PrefixChars)
 	} else {
-		g = i % len(p.prefixes)
 		lead = p.prefixes[g]
 	}
 	var b strings.Builder

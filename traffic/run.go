@@ -167,18 +167,11 @@ func (r *runner) pace(ctx context.Context, i int) bool {
 	}
 }
 
-func (r *runner) group(i int) int {
-	if r.plan.Prompts.Kind == PromptsUnrelated {
-		return i
-	}
-	return i % r.plan.Prompts.Groups
-}
-
 // notSent is the result of a request the run never sent.
 func (r *runner) notSent(ctx context.Context, i int) Result {
 	return Result{
 		Index:       i,
-		Group:       r.group(i),
+		Group:       r.prompts.group(i),
 		Stream:      r.plan.streams(i),
 		Class:       ClassCanceled,
 		Error:       "not sent: " + ctx.Err().Error(),
