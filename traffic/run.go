@@ -201,19 +201,20 @@ func (r *runner) do(runCtx, workerCtx context.Context, ex *exchange, i int, res 
 		}
 		res.HeadersSent = ex.headers
 	}
-	if len(r.extraBody) > 0 || len(r.plan.SessionParams) > 0 {
+	// The doer only reads extraBody, so the run's map is shared unless this
+	// request adds its own session_params.
+	ex.extraBody = r.extraBody
+	if len(r.plan.SessionParams) > 0 {
 		ex.extraBody = make(map[string]json.RawMessage, len(r.extraBody)+1)
 		for k, v := range r.extraBody {
 			ex.extraBody[k] = v
 		}
-		if len(r.plan.SessionParams) > 0 {
-			res.SessionParamsSent = make(map[string]string, len(r.plan.SessionParams))
-			for k, v := range r.plan.SessionParams {
-				res.SessionParamsSent[k] = r.expand(v, i, group)
-			}
-			raw, _ := json.Marshal(res.SessionParamsSent) // a map of strings always encodes
-			ex.extraBody["session_params"] = raw
+		res.SessionParamsSent = make(map[string]string, len(r.plan.SessionParams))
+		for k, v := range r.plan.SessionParams {
+			res.SessionParamsSent[k] = r.expand(v, i, group)
 		}
+		raw, _ := json.Marshal(res.SessionParamsSent) // a map of strings always encodes
+		ex.extraBody["session_params"] = raw
 	}
 
 	// The deadline bounds the whole exchange: net/http's Transport ends the

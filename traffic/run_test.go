@@ -653,6 +653,33 @@ func TestHeadersAndSessionParamsReachTheServer(t *testing.T) {
 	}
 }
 
+func TestExtraBodyWithoutSessionParamsReachesEveryConcurrentRequest(t *testing.T) {
+	var f fakeOpenAI
+	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) { answerOK(w, req) })
+	p := plan(srv.URL, 8)
+	p.Concurrency = 4
+	p.ExtraBody = map[string]any{"temperature": 0, "ignore_eos": true}
+	rep := mustRun(t, p)
+	seen := f.seen()
+	if len(seen) != 8 {
+		t.Fatalf("server saw %d requests", len(seen))
+	}
+	for _, req := range seen {
+		if req.Body["temperature"] != float64(0) || req.Body["ignore_eos"] != true {
+			t.Errorf("request %d: extra body missing: %v", req.Index, req.Body)
+		}
+		if _, ok := req.Body["session_params"]; ok || req.Body["model"] != "test-model" {
+			t.Errorf("request %d: body %v", req.Index, req.Body)
+		}
+	}
+	for _, r := range rep.Results {
+		wantClass(t, r, ClassOK)
+		if r.SessionParamsSent != nil {
+			t.Errorf("result %d: session params %v without SessionParams", r.Index, r.SessionParamsSent)
+		}
+	}
+}
+
 func TestBaseURLWithoutV1AndAPIKey(t *testing.T) {
 	var f fakeOpenAI
 	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) { answerOK(w, req) })
