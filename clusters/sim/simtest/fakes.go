@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 )
 
@@ -242,24 +243,12 @@ func Router(ctx context.Context, c *proc.Container) int {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(http.ResponseWriter, *http.Request) {})
-	mux.HandleFunc("/observer/endpoints", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(operator.ObserverPath, func(w http.ResponseWriter, _ *http.Request) {
+		doc := operator.ObserverDocument{Workers: []operator.ObserverWorker{}}
 		mu.Lock()
-		type sel struct {
-			Registered  bool `json:"registered"`
-			Healthy     bool `json:"healthy"`
-			CircuitOpen bool `json:"circuit_open"`
-			InSelection bool `json:"in_selection"`
-		}
-		type wk struct {
-			URL       string `json:"url"`
-			PodHint   string `json:"pod_hint"`
-			Selection sel    `json:"selection"`
-		}
-		doc := struct {
-			Workers []wk `json:"workers"`
-		}{Workers: []wk{}}
 		for _, x := range order {
-			doc.Workers = append(doc.Workers, wk{URL: x.url, PodHint: x.pod, Selection: sel{true, true, false, true}})
+			doc.Workers = append(doc.Workers, operator.ObserverWorker{URL: x.url, PodHint: x.pod,
+				Selection: operator.ObserverSelection{Registered: true, Healthy: true, InSelection: true}})
 		}
 		mu.Unlock()
 		_ = json.NewEncoder(w).Encode(doc)
