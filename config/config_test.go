@@ -328,3 +328,20 @@ func TestHomeRelativePathsExpand(t *testing.T) {
 		t.Errorf("kubeconfig = %q, want %q", c.Kube.Kubeconfig, want)
 	}
 }
+
+func TestRelativePathsFromTheFileAndFromTheEnvironment(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Skip("no working directory")
+	}
+	c, err := parse(t, "artifacts: out\nkind:\n  config: kind.yaml\n", envMap(map[string]string{"E2E_KIND_CONFIG": "env/kind.yaml"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Artifacts != "/cfg/out" {
+		t.Errorf("artifacts = %q, want /cfg/out (the file's directory)", c.Artifacts)
+	}
+	if want := filepath.Join(wd, "env/kind.yaml"); c.Kind.Config != want {
+		t.Errorf("kind.config = %q, want %q (the working directory)", c.Kind.Config, want)
+	}
+}

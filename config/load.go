@@ -67,26 +67,26 @@ func Parse(name string, data []byte, baseDir string, env LookupEnv) (*Config, er
 			return nil, e
 		}
 	}
-	resolve := func(p *string, base string) {
+	if err := c.applyEnv(env); err != nil {
+		return nil, err
+	}
+	// A path from the file is relative to the file, one from the environment
+	// to the working directory (left as given if that is unknown).
+	wd, wdErr := os.Getwd()
+	for field, p := range map[string]*string{"artifacts": &c.Artifacts, "kube.kubeconfig": &c.Kube.Kubeconfig,
+		"kind.config": &c.Kind.Config, "kind.operatorChart": &c.Kind.OperatorChart} {
+		base := baseDir
+		if _, ok := c.fromEnv[field]; ok {
+			if wdErr != nil {
+				continue
+			}
+			base = wd
+		}
 		if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(*p, "~/") {
 			*p = filepath.Join(home, (*p)[2:])
 		}
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(base, *p)
-		}
-	}
-	for _, p := range []*string{&c.Artifacts, &c.Kube.Kubeconfig, &c.Kind.Config, &c.Kind.OperatorChart} {
-		resolve(p, baseDir)
-	}
-	if err := c.applyEnv(env); err != nil {
-		return nil, err
-	}
-	if wd, err := os.Getwd(); err == nil {
-		for path, p := range map[string]*string{"artifacts": &c.Artifacts, "kube.kubeconfig": &c.Kube.Kubeconfig,
-			"kind.config": &c.Kind.Config, "kind.operatorChart": &c.Kind.OperatorChart} {
-			if _, ok := c.fromEnv[path]; ok {
-				resolve(p, wd)
-			}
 		}
 	}
 	if c.InstanceType == "" && c.Target == TargetSim {
