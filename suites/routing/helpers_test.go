@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/assertions/split"
 	"github.com/gpustack/routing-conformance/clusters"
@@ -362,12 +363,12 @@ func expectShape(s split.Split, shape fixtures.Split, sent int) {
 	GinkgoHelper()
 	switch shape.Shape {
 	case fixtures.ShapeOneReplica:
-		Expect(s.Served()).To(HaveLen(1), "documented: all on one replica (%s); measured %s", shape.Documented, s.Ratio())
-		Expect(s.Count(s.Served()[0])).To(Equal(sent))
+		Expect(s).To(assertions.BeAllOnOneReplica(), "documented: all on one replica (%s)", shape.Documented)
+		Expect(s).To(assertions.HaveTotal(sent))
 	case fixtures.ShapeEven:
 		want := shape.Expected(sent, len(s.Replicas))
 		Expect(want).NotTo(BeNil(), "%d requests do not divide evenly over %d replicas; set traffic.requests to a multiple", sent, len(s.Replicas))
-		Expect(s.Values()).To(Equal(want), "documented: %s; measured %s", shape.Documented, s.Ratio())
+		Expect(s).To(assertions.HaveCounts(want...), "documented: %s", shape.Documented)
 	case fixtures.ShapeRecorded:
 		// Documented as measured, not as a shape: recorded in the report only.
 	default:
