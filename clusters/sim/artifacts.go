@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -85,7 +83,8 @@ func (d *deployment) CollectArtifacts(ctx context.Context, dir string) error {
 		if err != nil {
 			continue
 		}
-		body, err := d.rawScrape(ctx, p.IP, port)
+		url := "http://" + net.JoinHostPort(p.IP, strconv.Itoa(port)) + "/metrics"
+		body, err := d.c.get(ctx, url, 2*time.Second, 64<<20)
 		if err != nil {
 			write(filepath.Join("metrics", p.Name+"-error.txt"), []byte(err.Error()+"\n"))
 			continue
@@ -93,27 +92,4 @@ func (d *deployment) CollectArtifacts(ctx context.Context, dir string) error {
 		write(filepath.Join("metrics", p.Name+".txt"), body)
 	}
 	return errors.Join(errs...)
-}
-
-func (d *deployment) rawScrape(ctx context.Context, ip string, port int) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(port)) + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := d.c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return body, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return body, nil
 }

@@ -3,11 +3,9 @@ package sim
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -400,27 +398,10 @@ func fingerprint(engines map[string][]kubelet.PodStatus, routers []kubelet.PodSt
 
 func (d *deployment) observeOne(ctx context.Context, p kubelet.PodStatus) operator.RouterView {
 	v := operator.RouterView{Pod: p.Name, ObservedAt: time.Now()}
-	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
 	url := "http://" + net.JoinHostPort(p.IP, strconv.Itoa(api.RouterHTTPPort)) + operator.ObserverPath
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := d.c.get(ctx, url, 500*time.Millisecond, 4<<20)
 	if err != nil {
 		v.Err = err
-		return v
-	}
-	resp, err := d.c.http.Do(req)
-	if err != nil {
-		v.Err = err
-		return v
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		v.Err = err
-		return v
-	}
-	if resp.StatusCode != http.StatusOK {
-		v.Err = fmt.Errorf("GET %s: %s", url, resp.Status)
 		return v
 	}
 	v.Workers, v.Err = operator.ParseObserver(body)
