@@ -190,6 +190,14 @@ func (m *ClapMatcher) WithTip(value string) *ClapMatcher { m.tip = &value; retur
 // WithoutTip also requires that clap offered no similar value.
 func (m *ClapMatcher) WithoutTip() *ClapMatcher { none := ""; m.tip = &none; return m }
 
+// name is the constructor that built m, for error messages.
+func (m *ClapMatcher) name() string {
+	if m.kind == routerlog.ArgumentRepeated {
+		return "HaveRefusedRepeatedArgument"
+	}
+	return "HaveRefusedPolicyValue"
+}
+
 func (m *ClapMatcher) want() string {
 	var w string
 	if m.kind == routerlog.InvalidValue {
@@ -211,7 +219,7 @@ func (m *ClapMatcher) want() string {
 }
 
 func (m *ClapMatcher) run(actual any) (bool, string, string, error) {
-	out, err := logText("HaveRefusedPolicyValue", actual)
+	out, err := logText(m.name(), actual)
 	if err != nil {
 		return false, "", "", err
 	}

@@ -111,3 +111,13 @@ func TestHaveRefusedRepeatedArgument(t *testing.T) {
 	mustPass(t, failure(out, HaveRefusedRepeatedArgument("--request-timeout-secs"), false))
 	mustContain(t, failure(clapVR, HaveRefusedRepeatedArgument("--policy"), false), "the error is of kind invalid-value")
 }
+
+// A wrong actual type is reported under the name of the matcher the caller used.
+func TestClapMatcherNamesItselfInTypeErrors(t *testing.T) {
+	if _, err := HaveRefusedRepeatedArgument("--port").Match(42); err == nil || !strings.Contains(err.Error(), "HaveRefusedRepeatedArgument") {
+		t.Fatalf("error = %v, want it to name HaveRefusedRepeatedArgument", err)
+	}
+	if _, err := HaveRefusedPolicyValue("x", "--policy").Match(42); err == nil || !strings.Contains(err.Error(), "HaveRefusedPolicyValue") {
+		t.Fatalf("error = %v, want it to name HaveRefusedPolicyValue", err)
+	}
+}
