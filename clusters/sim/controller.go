@@ -433,16 +433,10 @@ func (d *deployment) publish(md *api.ModelDeployment, engines map[string][]kubel
 		}
 	}
 	for _, p := range routers {
-		rp := operator.RouterPodObservation{Name: p.Name, Ready: p.Ready, Deleting: p.Deleting(),
-			UpToDate: p.Labels[operator.LabelPodTemplateHash] == hash}
-		if cs, ok := p.Container(routerContainer(md)); ok {
-			rp.Waiting, rp.Restarts = cs.Waiting, cs.RestartCount
-			if cs.LastTermination != nil {
-				code := cs.LastTermination.ExitCode
-				rp.LastExitCode = &code
-			}
-		}
-		obs.RouterPods = append(obs.RouterPods, rp)
+		rp := routerPod(md, p) // the router container's state as RouterState reports it
+		obs.RouterPods = append(obs.RouterPods, operator.RouterPodObservation{Name: p.Name, Ready: p.Ready,
+			Deleting: p.Deleting(), UpToDate: p.Labels[operator.LabelPodTemplateHash] == hash,
+			Waiting: rp.Waiting, Restarts: rp.Restarts, LastExitCode: rp.LastExitCode})
 	}
 
 	d.mu.Lock()
