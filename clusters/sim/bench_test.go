@@ -15,22 +15,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
-
-// benchPrograms are the real emulators where registered and the stand-ins
-// elsewhere, so the benchmarks measure what the suite will run; the name of
-// the sub-benchmark says which router ran.
-func benchPrograms(b *testing.B, _ string) sim.Programs {
-	p := realPrograms(b, "")
-	if p.VLLMRouter == nil {
-		p.VLLMRouter = simtest.Router
-	}
-	if p.SGLangGateway == nil {
-		p.SGLangGateway = simtest.Router
-	}
-	return p
-}
 
 // BenchmarkDeployReady measures Deploy → WaitReady for one router and two
 // engines (the suite's most common shape), then deletes the deployment.
@@ -39,8 +24,7 @@ func benchPrograms(b *testing.B, _ string) sim.Programs {
 func BenchmarkDeployReady(b *testing.B) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		b.Run(router, func(b *testing.B) {
-			p := benchPrograms(b, router)
-			c := newCluster(b, sim.Options{Programs: p})
+			c := newCluster(b, sim.Options{Programs: sim.DefaultPrograms()})
 			ctx := context.Background()
 			var total time.Duration
 			b.ResetTimer()
@@ -76,10 +60,9 @@ func BenchmarkDeployReady(b *testing.B) {
 func BenchmarkRouterThroughput(b *testing.B) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		b.Run(router, func(b *testing.B) {
-			p := benchPrograms(b, router)
 			// Fast engines: the benchmark measures the sim, not the modelled latency.
-			c := newCluster(b, sim.Options{Programs: p, Engine: sim.EngineKnobs{TTFT: time.Millisecond,
-				ITL: 100 * time.Microsecond, OutputTokens: 4}})
+			c := newCluster(b, sim.Options{Programs: sim.DefaultPrograms(),
+				Engine: sim.EngineKnobs{TTFT: time.Millisecond, ITL: 100 * time.Microsecond, OutputTokens: 4}})
 			d := deployReady(b, c, md("tput", router, engineOf(router), 2))
 			base, err := d.OpenAIBaseURL(context.Background())
 			if err != nil {

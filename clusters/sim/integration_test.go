@@ -11,34 +11,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
-
-// realPrograms returns the registered emulators (skipping when the router has
-// not landed) with the fake engine standing in for engines not landed yet.
-func realPrograms(t testing.TB, router string) sim.Programs {
-	t.Helper()
-	def := sim.DefaultPrograms()
-	p := sim.Programs{VLLM: def.VLLM, SGLang: def.SGLang, VLLMRouter: def.VLLMRouter, SGLangGateway: def.SGLangGateway}
-	switch router {
-	case api.RouterVLLM:
-		if p.VLLMRouter == nil {
-			t.Skip("vllm-router emulator not in this build")
-		}
-	case api.RouterSGLang:
-		if p.SGLangGateway == nil {
-			t.Skip("sgl-model-gateway emulator not in this build")
-		}
-	}
-	// Engines not landed yet are stood in for by the fake engine.
-	if p.VLLM == nil {
-		p.VLLM = simtest.Engine
-	}
-	if p.SGLang == nil {
-		p.SGLang = simtest.Engine
-	}
-	return p
-}
 
 func engineOf(router string) string {
 	if router == api.RouterSGLang {
@@ -50,7 +23,7 @@ func engineOf(router string) string {
 func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		t.Run(router, func(t *testing.T) {
-			c := newCluster(t, sim.Options{Programs: realPrograms(t, router)})
+			c := newCluster(t, sim.Options{Programs: sim.DefaultPrograms()})
 			d := deployReady(t, c, md("real", router, engineOf(router), 2))
 			ctx := ctxT(t, 20*time.Second)
 			logs, err := d.RouterLogs(ctx, clusters.LogOptions{})
@@ -98,7 +71,7 @@ func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
 func TestRealPrefillDecodePair(t *testing.T) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		t.Run(router, func(t *testing.T) {
-			c := newCluster(t, sim.Options{Programs: realPrograms(t, router)})
+			c := newCluster(t, sim.Options{Programs: sim.DefaultPrograms()})
 			m := md("pd", router, engineOf(router), 1)
 			m.Spec.Roles = []api.Role{
 				{Name: "prefill", Kind: api.RoleKindPrefill, InstanceType: "sim-gpu"},
