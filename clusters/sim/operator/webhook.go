@@ -111,7 +111,7 @@ func validateServiceNamesAreDistinct(md *api.ModelDeployment) field.ErrorList {
 	var errs field.ErrorList
 	claimedBy := map[string]string{md.Metadata.Name: "the deployment's own Service"}
 	if md.Spec.Router != nil {
-		claimedBy[md.Metadata.Name+"-router"] = "the Service fronting the managed router"
+		claimedBy[RouterServiceName(md)] = "the Service fronting the managed router"
 	}
 	for i := range md.Spec.Roles {
 		role := &md.Spec.Roles[i]
