@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -26,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 )
@@ -522,15 +523,9 @@ func (k *Kubelet) event(p *pod, typ, reason, msg string) {
 	}
 }
 
-// GenerateName appends the API server's 5-character random suffix.
-func GenerateName(prefix string) string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	b := make([]byte, 5)
-	for i := range b {
-		b[i] = alphabet[mrand.IntN(len(alphabet))]
-	}
-	return prefix + string(b)
-}
+// GenerateName appends the API server's 5-character random suffix
+// (names.SimpleNameGenerator).
+func GenerateName(prefix string) string { return prefix + utilrand.String(5) }
 
 // NewUID returns a random RFC 4122 version 4 UUID, as the API server assigns.
 func NewUID() string {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
 	"github.com/gpustack/routing-conformance/api"
 )
 
@@ -520,19 +522,7 @@ func podTemplateHash(w RouterWorkload) string {
 		Annotations      map[string]string
 	}{w.Container, w.Image, w.Command, w.Args, w.Annotations})
 	h.Write(b)
-	return SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
-}
-
-// safeAlphabet is the API server's name alphabet (no vowels, no 0/1/3).
-const safeAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-// SafeEncodeString maps s onto the API server's safe alphabet.
-func SafeEncodeString(s string) string {
-	r := make([]byte, len(s))
-	for i, b := range []byte(s) {
-		r[i] = safeAlphabet[int(b)%len(safeAlphabet)]
-	}
-	return string(r)
+	return utilrand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
 func hashJSON(v any) string {

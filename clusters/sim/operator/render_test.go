@@ -110,7 +110,7 @@ func TestRouterTemplateHashMovesOnlyWithTheTemplate(t *testing.T) {
 		t.Errorf("extraArgs must move the router hash")
 	}
 	for _, ch := range c.TemplateHash {
-		if !strings.ContainsRune(safeAlphabet, ch) {
+		if !strings.ContainsRune("bcdfghjklmnpqrstvwxz2456789", ch) { // the API server's safe alphabet
 			t.Fatalf("hash %q leaves the safe alphabet", c.TemplateHash)
 		}
 	}
