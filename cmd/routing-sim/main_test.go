@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,24 +21,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var fakePrograms = sim.Programs{VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine,
 	SGLang: simtest.Engine}
-
-// syncBuffer is a bytes.Buffer safe to read while run writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 const goodYAML = `apiVersion: worker.gpustack.ai/v1
 kind: ModelDeployment
@@ -64,8 +44,8 @@ func writeFile(t *testing.T, body string) string {
 	return p
 }
 
-func runCLI(ctx context.Context, args ...string) (int, *syncBuffer, *syncBuffer) {
-	var out, errb syncBuffer
+func runCLI(ctx context.Context, args ...string) (int, *simtest.Buffer, *simtest.Buffer) {
+	var out, errb simtest.Buffer
 	code := run(ctx, args, strings.NewReader(""), &out, &errb, fakePrograms)
 	return code, &out, &errb
 }
@@ -127,7 +107,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 func TestGoodRunServesUntilInterrupt(t *testing.T) {
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
-	var out, errb syncBuffer
+	var out, errb simtest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"-f", "-", "--timeout", "20s"}, strings.NewReader(goodYAML), &out, &errb,
