@@ -8,8 +8,8 @@ import (
 	"github.com/onsi/gomega/types"
 
 	. "github.com/gpustack/routing-conformance/assertions"
-	"github.com/gpustack/routing-conformance/assertions/internal/exposition"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
+	"github.com/gpustack/routing-conformance/internal/exposition"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 const model = "Qwen/Qwen3-0.6B"

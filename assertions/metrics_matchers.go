@@ -8,7 +8,7 @@ import (
 
 	"github.com/onsi/gomega/types"
 
-	"github.com/gpustack/routing-conformance/assertions/metrics"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 func snapshotOf(matcher string, actual any) (metrics.Snapshot, error) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 // Cluster is a target that can run ModelDeployments.
@@ -65,6 +65,22 @@ type Deployment interface {
 	CollectArtifacts(ctx context.Context, dir string) error
 	// Delete removes the deployment and waits until its objects are gone.
 	Delete(ctx context.Context) error
+	// Cost is what the deployment has held of the target's scarcest resource
+	// so far; after Delete it is final. Every deployment on a GPU cluster is
+	// an image pull and a model load per engine Pod.
+	Cost(ctx context.Context) (Cost, error)
+}
+
+// Cost counts one deployment's engine Pods and accelerator time.
+type Cost struct {
+	// EnginePodsStarted counts engine Pods created for the deployment
+	// (replacements included).
+	EnginePodsStarted int `json:"enginePodsStarted"`
+	// EnginePodsReady counts engine Pods that became Ready at least once.
+	EnginePodsReady int `json:"enginePodsReady"`
+	// AcceleratorSeconds sums, over engine Pods, the accelerators a Pod
+	// requests times the seconds from Ready to deletion (or now).
+	AcceleratorSeconds float64 `json:"acceleratorSeconds"`
 }
 
 // LogOptions selects which router logs to read.

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpustack/routing-conformance/assertions/metrics"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 // Engine request counters (reference/engines.md §1.2, §2.2): one finished

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpustack/routing-conformance/assertions/internal/exposition"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/assertions/split"
+	"github.com/gpustack/routing-conformance/internal/exposition"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 const model = "Qwen/Qwen3-0.6B"

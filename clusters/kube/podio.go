@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 // maxLogBytes bounds one container log read; a router that logs a line per

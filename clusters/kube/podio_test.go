@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 const routerMetricsA = `# HELP vllm_router_requests_total Total number of requests

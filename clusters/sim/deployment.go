@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 // deployment is one ModelDeployment and its controller.
@@ -294,7 +294,7 @@ func (d *deployment) RouterMetrics(ctx context.Context) (metrics.Snapshot, error
 	return metrics.Merge(parts...)
 }
 
-// scrape reads one Pod's /metrics through assertions/metrics, as the kube
+// scrape reads one Pod's /metrics through package metrics, as the kube
 // target does through the Pod proxy; source names the Pod in merged snapshots.
 func (d *deployment) scrape(ctx context.Context, source, ip string, port int) (metrics.Snapshot, error) {
 	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(port)) + "/metrics"
@@ -423,4 +423,10 @@ func (d *deployment) Events() []kubelet.Event {
 	out := slices.Clone(d.events)
 	slices.SortStableFunc(out, func(a, b kubelet.Event) int { return a.Time.Compare(b.Time) })
 	return out
+}
+
+// Cost is not counted yet on the sim (being implemented with the readiness
+// rework); it says so instead of reporting zeros.
+func (d *deployment) Cost(context.Context) (clusters.Cost, error) {
+	return clusters.Cost{}, errors.New("sim: GPU-cost accounting is not implemented yet")
 }

@@ -17,11 +17,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -15,11 +15,11 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/assertions/split"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
+	"github.com/gpustack/routing-conformance/metrics"
 	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/traffic"
 )

@@ -10,10 +10,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/gpustack/routing-conformance/assertions/metrics"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
+	"github.com/gpustack/routing-conformance/metrics"
 	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/traffic"
 )

@@ -3,8 +3,8 @@ package metrics_test
 import (
 	"testing"
 
-	"github.com/gpustack/routing-conformance/assertions/internal/exposition"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
+	"github.com/gpustack/routing-conformance/internal/exposition"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 // BenchmarkParseVLLMPage: one engine scrape's parse (the suite parses two per

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpustack/routing-conformance/assertions/internal/exposition"
-	"github.com/gpustack/routing-conformance/assertions/metrics"
+	"github.com/gpustack/routing-conformance/internal/exposition"
+	"github.com/gpustack/routing-conformance/metrics"
 )
 
 const model = "Qwen/Qwen3-0.6B"
