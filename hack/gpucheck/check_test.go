@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpustack/routing-conformance/report"
+)
+
+const gpu = labelNeedsGPU
+
+// spec is one report.json spec as the report package writes it.
+func spec(name, result, reason string, labels ...string) report.SpecResult {
+	return report.SpecResult{Name: name, Result: result, Reason: reason, Labels: labels}
+}
+
+// encode writes a report.json with the report package's own types, so a
+// renamed field there breaks this test rather than the nightly.
+func encode(t *testing.T, target string, specs ...report.SpecResult) []byte {
+	t.Helper()
+	rep := report.Report{Environment: report.Environment{Target: target}, Specs: specs}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const capacitySkip = `target kube has no room for rr-vllm: needs 2 free accelerators on one Active InstanceType; the most is 0 on gpustack-nvidia-h20`
+
+func TestCheck(t *testing.T) {
+	admission := spec("Admission refuses --port", report.ResultPass, "")
+	cases := []struct {
+		name     string
+		target   string
+		specs    []report.SpecResult
+		ok       bool
+		contains []string
+		warnings int
+	}{
+		{
+			name:   "every GPU spec skipped for capacity",
+			target: "kube",
+			specs: []report.SpecResult{
+				admission,
+				spec("Round robin vllm-router", report.ResultSkip, capacitySkip, gpu),
+				spec("Round robin sglang-gateway", report.ResultSkip, capacitySkip, gpu),
+				spec("Round robin llm-d", report.ResultSkip, "not applicable: llm-d-router takes no --policy", gpu),
+			},
+			contains: []string{"no GPU capacity", "all 2 selected", "Round robin vllm-router", "NIGHTLY_KUBECONFIG"},
+		},
+		{
+			name:   "some GPU specs ran, some skipped for capacity",
+			target: "kube",
+			specs: []report.SpecResult{
+				spec("Default policy vllm-router", report.ResultPass, "", gpu),
+				spec("Default policy sglang-gateway", report.ResultFail, "banner not found", gpu),
+				spec("Round robin vllm-router", report.ResultSkip, capacitySkip, gpu),
+			},
+			ok:       true,
+			contains: []string{"2 of 3 routing specs that need a GPU ran on target kube"},
+			warnings: 1,
+		},
+		{
+			name:   "every GPU spec ran",
+			target: "kube",
+			specs: []report.SpecResult{
+				spec("Default policy vllm-router", report.ResultPass, "", gpu),
+				spec("Round robin sglang-gateway", report.ResultPass, "", gpu),
+			},
+			ok:       true,
+			contains: []string{"2 of 2"},
+		},
+		{
+			name:   "the label filter left out every GPU spec",
+			target: "kube",
+			specs: []report.SpecResult{
+				admission,
+				spec("Round robin vllm-router", report.ResultSkip, "not selected in this run (label filter, focus or skip)", gpu),
+			},
+			contains: []string{"none of the 1 routing specs that need a GPU was selected"},
+		},
+		{
+			name:   "skipped for other reasons",
+			target: "kube",
+			specs: []report.SpecResult{
+				spec("Round robin vllm-router", report.ResultSkip, capacitySkip, gpu),
+				spec("Round robin sglang-gateway", report.ResultSkip, "sglang-gateway+SGLang is not qualified in this run: e2e.yaml lists routers [vllm-router]", gpu),
+			},
+			contains: []string{"none of the 2 selected", "1 skipped for GPU capacity"},
+		},
+		{
+			name:     "no spec needs a GPU",
+			target:   "kube",
+			specs:    []report.SpecResult{admission},
+			contains: []string{"no spec labelled needs:gpu"},
+		},
+		{
+			name:     "a sim report is not a GPU qualification",
+			target:   "sim",
+			specs:    []report.SpecResult{spec("Round robin vllm-router", report.ResultPass, "", gpu)},
+			contains: []string{`target "sim"`, "E2E_TARGET=kube"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v, err := Check(bytes.NewReader(encode(t, c.target, c.specs...)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.OK != c.ok {
+				t.Errorf("OK = %v, want %v; summary: %s", v.OK, c.ok, v.Summary)
+			}
+			for _, s := range c.contains {
+				if !strings.Contains(v.Summary, s) {
+					t.Errorf("summary %q does not contain %q", v.Summary, s)
+				}
+			}
+			if len(v.Warnings) != c.warnings {
+				t.Errorf("warnings = %q, want %d", v.Warnings, c.warnings)
+			}
+		})
+	}
+}
+
+func TestCheckRefusesWhatIsNotAReport(t *testing.T) {
+	for name, in := range map[string]string{
+		"not JSON": "<html>",
+		"no specs": `{"environment":{"target":"kube"},"specs":[]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Check(strings.NewReader(in)); err == nil {
+				t.Fatal("Check accepted it")
+			}
+		})
+	}
+}
+
+// TestMainExitCode runs the command as the nightly does: exit 1 and the
+// reason on a capacity-only run, 0 when GPU specs ran.
+func TestMainExitCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := filepath.Join(t.TempDir(), "gpucheck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	run := func(rep []byte) (string, int) {
+		p := filepath.Join(t.TempDir(), "report.json")
+		if err := os.WriteFile(p, rep, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, p).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	out, code := run(encode(t, "kube", spec("Round robin vllm-router", report.ResultSkip, capacitySkip, gpu)))
+	if code != 1 || !strings.Contains(out, "no GPU capacity") || !strings.Contains(out, "::error") {
+		t.Errorf("capacity-only run: exit %d, output:\n%s", code, out)
+	}
+	out, code = run(encode(t, "kube", spec("Round robin vllm-router", report.ResultPass, "", gpu)))
+	if code != 0 {
+		t.Errorf("a run with a GPU spec passed: exit %d, output:\n%s", code, out)
+	}
+	out, code = run(nil)
+	if code != 1 || !strings.Contains(out, "not a readable report.json") {
+		t.Errorf("empty file: exit %d, output:\n%s", code, out)
+	}
+}
