@@ -1,12 +1,12 @@
 // Package api holds the gpustack-operator ModelDeployment object as the suite
 // reads and writes it (worker.gpustack.ai/v1alpha1), plus the label, condition
-// and reason constants the operator publishes. Facts: shared/reference/operator.md.
+// and reason constants the operator publishes. Facts: docs/operator.md.
 //
 // Both targets use these types: the kube target converts them to unstructured
 // objects, the sim target admits and renders them as the operator does.
 package api
 
-// Identity of the CRD (operator.md §1).
+// Identity of the CRD (docs/operator.md#api-identity).
 const (
 	Group      = "worker.gpustack.ai"
 	Version    = "v1alpha1"
@@ -65,7 +65,7 @@ type ObjectMeta struct {
 	Annotations       map[string]string `json:"annotations,omitempty"`
 }
 
-// ModelDeploymentSpec is spec (operator.md §2).
+// ModelDeploymentSpec is spec (docs/operator.md#spec-fields).
 type ModelDeploymentSpec struct {
 	Model      Model       `json:"model"`
 	Engine     Engine      `json:"engine"`

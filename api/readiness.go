@@ -4,7 +4,7 @@ import "fmt"
 
 // ReadinessGaps lists, in words a user can act on, every readiness condition
 // md does not meet yet; nil means Ready. The gate is the operator's own
-// (operator.md §4, §11): status has observed the current generation, phase is
+// (docs/operator.md#gotchas): status has observed the current generation, phase is
 // Ready, RouterReady is True when a router is declared, and every role has its
 // desired instances ready and endpoints.serving Confirmed at that count — a
 // successful answer alone does not prove the router registered every replica.

@@ -1,6 +1,6 @@
 package api
 
-// Phases of status.phase (operator.md §4).
+// Phases of status.phase (docs/operator.md#phase-and-endpoint).
 const (
 	PhaseStarting = "Starting"
 	PhaseReady    = "Ready"
@@ -8,7 +8,7 @@ const (
 	PhaseDeleting = "Deleting"
 )
 
-// Condition types and reasons the suite reads (operator.md §4).
+// Condition types and reasons the suite reads (docs/operator.md#conditions).
 const (
 	ConditionRouterReady      = "RouterReady"
 	ConditionRoleKindsReady   = "RoleKindsReady"
@@ -33,7 +33,7 @@ const (
 	ServingNotConfigured = "NotConfigured"
 )
 
-// Labels on operator-rendered objects (operator.md §6, §7).
+// Labels on operator-rendered objects (docs/operator.md#router-objects, docs/operator.md#engine-pods).
 const (
 	LabelName      = "app.kubernetes.io/name"      // "model-deployment"
 	LabelInstance  = "app.kubernetes.io/instance"  // <md>
@@ -68,7 +68,7 @@ const (
 	ContainerEngine = "main"
 )
 
-// ModelDeploymentStatus is status (operator.md §4).
+// ModelDeploymentStatus is status (docs/operator.md#status).
 type ModelDeploymentStatus struct {
 	ObservedGeneration int64         `json:"observedGeneration,omitempty"`
 	Phase              string        `json:"phase,omitempty"`

@@ -31,7 +31,7 @@ type BannerMatcher struct {
 }
 
 // HaveStartedWithPolicy succeeds when the router's last startup banner
-// (reference/routers.md §2.1) shows policy name (the Debug variant name:
+// (docs/routers.md#banner) shows policy name (the Debug variant name:
 // "CacheAware", "RoundRobin", ...) and each given field has the given value.
 // fields are pairs of field name and value; values compare as
 // rustdebug.Value.Matches says (0.3 matches `0.3`, 1 matches `1.0`, a string
@@ -148,7 +148,7 @@ func bannerEvidence(b routerlog.Banner, count int) string {
 }
 
 // ClapMatcher checks that a router refused its arguments with clap's error
-// (reference/routers.md §2.4) in its output (stderr, or logs including it).
+// (docs/routers.md#clap-errors) in its output (stderr, or logs including it).
 type ClapMatcher struct {
 	evidenceMatcher
 	kind           routerlog.ClapErrorKind

@@ -108,7 +108,7 @@ type RouterPod struct {
 
 // RefusedArgs reports a router that will never start as configured: it is
 // crash-looping and its last run exited with code 2, clap's exit code for an
-// argument it refused (e.g. an unknown --policy; routers.md §2.4).
+// argument it refused (e.g. an unknown --policy; docs/routers.md#clap-errors).
 func (p RouterPod) RefusedArgs() bool {
 	return p.Waiting == "CrashLoopBackOff" && p.LastExitCode != nil && *p.LastExitCode == 2
 }

@@ -419,7 +419,7 @@ func (c *Config) Pairs() [][2]string {
 }
 
 // Fronts reports whether the operator admits router in front of engine
-// (operator.md §2, modelDeploymentRouterEngines).
+// (docs/operator.md#router-and-engine-compatibility, modelDeploymentRouterEngines).
 func Fronts(router, engine string) bool {
 	switch router {
 	case api.RouterLLMD:

@@ -9,7 +9,7 @@ import (
 // Default returns the built-in configuration that e2e.yaml is laid over:
 // the sim target, two replicas, 120 serial requests, a 500-character shared
 // prefix and every default/<op> interval, so no lookup falls back silently.
-// The values are the documented ones (operator.md §3, §10; routers.md).
+// The values are the documented ones (docs/operator.md, docs/routers.md).
 func Default() *Config {
 	iv := func(timeout, poll time.Duration) Interval {
 		return Interval{Timeout: Duration(timeout), Poll: Duration(poll)}
@@ -31,7 +31,7 @@ func Default() *Config {
 			RequestTimeout: Duration(2 * time.Minute),
 		},
 		// A real cluster: engines may take 30 minutes to start (startup
-		// probe threshold 180 x 10 s, operator.md §4).
+		// probe threshold 180 x 10 s, docs/operator.md#engine-probes).
 		Intervals: map[string]Interval{
 			SpecDefault + "/" + OpWaitReady:       iv(30*time.Minute, 10*time.Second),
 			SpecDefault + "/" + OpWaitRouterCrash: iv(5*time.Minute, 2*time.Second),

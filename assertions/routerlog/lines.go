@@ -1,6 +1,6 @@
 // Package routerlog reads what vllm-router and sgl-model-gateway print: the
 // tracing startup banner `Starting router on ... | policy: <Debug> | ...`
-// (reference/routers.md §2.1–2.3) and clap's argument errors (§2.4). Logs
+// (docs/routers.md#startup-output) and clap's argument errors (docs/routers.md#clap-errors). Logs
 // are taken as `kubectl logs` gives them: ANSI colour codes included.
 package routerlog
 

@@ -47,7 +47,7 @@ func sgBanner(policy string) string {
 	return tracingLine(sgTarget, "src/server.rs", 1001, "Starting router on 0.0.0.0:8081 | mode: Regular { worker_urls: [] } | policy: "+policy+" | max_payload: 512MB")
 }
 
-// vrStartup is vllm-router's stdout under the operator (routers.md §2.3).
+// vrStartup is vllm-router's stdout under the operator (docs/routers.md#other-startup-lines).
 func vrStartup(banner string) string {
 	return strings.Join([]string{
 		"DEBUG: Parsed args: service_discovery=true selector=[\"app.kubernetes.io/instance=md\"]",

@@ -11,7 +11,7 @@ import (
 	"github.com/gpustack/routing-conformance/assertions/rustdebug"
 )
 
-// The Debug forms routers.md §2.2 lists, as the routers print them.
+// The Debug forms docs/routers.md#debug-forms lists, as the routers print them.
 var routerForms = []string{
 	"Random",
 	"RoundRobin",

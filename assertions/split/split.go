@@ -12,8 +12,8 @@ import (
 	"github.com/gpustack/routing-conformance/metrics"
 )
 
-// Engine request counters (reference/engines.md §1.2, §2.2): one finished
-// request adds 1. vLLM's is labelled by finished_reason and is summed over it.
+// Engine request counters (docs/engines.md#vllm-series, docs/engines.md#sglang-series):
+// one finished request adds 1. vLLM's is labelled by finished_reason and is summed over it.
 const (
 	VLLMRequestCounter   = "vllm:request_success_total"
 	SGLangRequestCounter = "sglang:num_requests_total"

@@ -15,7 +15,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 )
 
-// Where the router image is configured (operator.md §10): the Setting in the
+// Where the router image is configured (docs/operator.md#versions-and-images): the Setting in the
 // operator namespace, overridable by the operator's environment, with a
 // compiled-in default.
 const (
@@ -27,7 +27,7 @@ const (
 )
 
 // routerEngines is the operator's compatibility table (GO webhook
-// modelDeploymentRouterEngines, operator.md §2).
+// modelDeploymentRouterEngines, docs/operator.md#router-and-engine-compatibility).
 var routerEngines = map[string][]string{
 	api.RouterLLMD:   {api.EngineVLLM, api.EngineSGLang},
 	api.RouterVLLM:   {api.EngineVLLM},

@@ -3,7 +3,7 @@
 // worker.gpustack.ai/v1alpha1 objects, one labelled namespace per deployment
 // (with the Kueue LocalQueue the operator admits through), traffic goes through
 // a self-healing port-forward to a router Pod, and metrics and logs through the
-// API server's Pod proxy and pods/log. Facts: shared/reference/operator.md.
+// API server's Pod proxy and pods/log. Facts: docs/operator.md.
 //
 // Ginkgo is the runner; this package uses e2e-framework (klient, envconf) and
 // client-go as libraries and never calls Ginkgo itself.
@@ -40,7 +40,7 @@ const (
 	LabelRunID     = "routing-conformance.gpustack.ai/run-id"
 )
 
-// DefaultOperatorNamespace is where the operator chart installs (operator.md §3).
+// DefaultOperatorNamespace is where the operator chart installs (docs/operator.md#minimal-deployments).
 const DefaultOperatorNamespace = "gpustack-system"
 
 // Intervals are the waits the suite reads from e2e.yaml. Zero fields take the

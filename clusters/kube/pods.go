@@ -15,7 +15,7 @@ import (
 )
 
 // Pods are always found by label, never by name: engine Pods are
-// generateName'd and router Pods come from a ReplicaSet (operator.md §6-7).
+// generateName'd and router Pods come from a ReplicaSet (docs/operator.md#finding-things-in-a-cluster).
 
 func instanceSelector(md string) string {
 	return labels.SelectorFromSet(labels.Set{api.LabelInstance: md}).String()

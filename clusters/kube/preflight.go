@@ -194,7 +194,7 @@ func (c *Cluster) checkWebhooks(ctx context.Context) error {
 		if !strings.Contains(ae.Message, "denied the request") {
 			// The CRD schema refused it before any webhook saw it: the suite's
 			// object shape does not match the installed operator's API.
-			return fmt.Errorf("the ModelDeployment CRD schema refused the suite's preflight object before the webhook saw it (%s); the installed gpustack-operator's API differs from the one this suite targets (engine vLLM|SGLang, router names of operator.md): upgrade the operator", firstLine(ae.Message))
+			return fmt.Errorf("the ModelDeployment CRD schema refused the suite's preflight object before the webhook saw it (%s); the installed gpustack-operator's API differs from the one this suite targets (engine vLLM|SGLang, router names of docs/operator.md#spec-fields): upgrade the operator", firstLine(ae.Message))
 		}
 		c.logf("kube: webhook answered the preflight probe: %s", firstLine(ae.Message))
 		return nil

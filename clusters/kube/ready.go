@@ -14,7 +14,7 @@ import (
 // WaitReady polls the status every poll until phase is Ready, RouterReady is
 // True (when a router is declared) and every role's endpoints.serving is
 // Confirmed with value == desired (a successful answer alone does not prove
-// the router registered every replica: operator.md §11). The suite bounds it
+// the router registered every replica: docs/operator.md#gotchas). The suite bounds it
 // with ctx (e2e.yaml wait-model-ready). It stops early on states that will
 // not heal by waiting: a router crash-looping with exit code 2 (its argument
 // parser refused a flag), an image that cannot be pulled, or a router render

@@ -38,7 +38,8 @@ func (o PatchOp) MarshalJSON() ([]byte, error) {
 // Update applies mutate to a copy of the live object and submits only what
 // changed, as a JSON patch of the changed leaves (e.g. replace
 // /spec/router/extraArgs, replace /spec/roles/0/replicas). A merge patch
-// would restate roles and read as an edit of frozen fields (operator.md §5).
+// would restate roles and read as an edit of frozen fields
+// (docs/operator.md#identity-and-editable-fields).
 // When the router's Pod template changes (extraArgs, image, timeouts, or a
 // router added), Update waits for the replacement router Pod (new UID) to be
 // Ready or to have failed, bounded by Intervals.RouterRollout, and points

@@ -15,7 +15,7 @@ import (
 )
 
 // acceptedAPIVersions are the versions a ModelDeployment is served under
-// (operator.md §1): the stored v1alpha1 and the aggregated v1 view.
+// (docs/operator.md#api-identity): the stored v1alpha1 and the aggregated v1 view.
 var acceptedAPIVersions = []string{api.APIVersion, api.Group + "/v1"}
 
 // decodeModelDeployment reads one ModelDeployment from YAML or JSON,

@@ -2,7 +2,7 @@
 // ones vLLM (prometheus_client, single process), SGLang (prometheus_client
 // multiprocess), vllm-router and sgl-model-gateway (metrics-exporter-prometheus)
 // serve, with the names, labels, HELP texts and layout from
-// reference/engines.md and reference/routers.md. Tests of the assertions
+// docs/engines.md and docs/routers.md. Tests of the assertions
 // packages serve them from httptest servers.
 package exposition
 

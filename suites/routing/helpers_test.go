@@ -225,7 +225,7 @@ func (t Target) cleanup(spec string, dep clusters.Deployment) {
 
 // waitReady waits, within spec/wait-ready, for the target's own readiness
 // gate: phase Ready, RouterReady True and every role serving Confirmed at its
-// desired count (operator.md §11). The target stops early on terminal states
+// desired count (docs/operator.md#gotchas). The target stops early on terminal states
 // (a router exiting with a clap error, ImagePullBackOff), so a broken
 // deployment fails in seconds rather than after the model-load timeout.
 func (t Target) waitReady(ctx context.Context, spec string, dep clusters.Deployment) {

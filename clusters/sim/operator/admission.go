@@ -13,7 +13,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 )
 
-// Bounds from the CRD schema and the webhook (operator.md §2).
+// Bounds from the CRD schema and the webhook (docs/operator.md#spec-fields).
 const (
 	MaxRoles               = 10
 	MaxReplicas      int32 = 1024

@@ -6,7 +6,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 )
 
-// Defaults the CRD schema and the mutating webhook apply (operator.md §2).
+// Defaults the CRD schema and the mutating webhook apply (docs/operator.md#spec-fields).
 const (
 	DefaultReplicas                      int32 = 1
 	DefaultSize                          int32 = 1

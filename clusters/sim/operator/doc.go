@@ -6,7 +6,7 @@
 // (ComputeStatus). Nothing here runs a process or touches the network; the sim
 // target (package sim) drives these functions against its kubelet.
 //
-// Facts come from shared/reference/operator.md and the operator's own source
+// Facts come from docs/operator.md and the operator's own source
 // (pkg/worker/webhooks/worker/model_deployment.go,
 // pkg/worker/kvcache/router/argv.go,
 // pkg/worker/controllers/worker/model_deployment_router.go and

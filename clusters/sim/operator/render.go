@@ -162,7 +162,7 @@ type RouterWorkload struct {
 const DefaultRouterImage = "gpustack/llm-router:v0.1.0"
 
 // RenderRouterArgs is the router container's argv: what the operator renders,
-// then spec.router.extraArgs (operator.md §6).
+// then spec.router.extraArgs (docs/operator.md#router-argv).
 func RenderRouterArgs(md *api.ModelDeployment) ([]string, error) {
 	w, err := RenderRouter(md)
 	if err != nil {
@@ -338,7 +338,7 @@ type EngineWorkload struct {
 }
 
 // RenderEngineArgs is the engine container's whole argv for one role
-// (operator.md §6 Engine Pods): `vllm serve <model> [connector] [extraArgs]
+// (docs/operator.md#engine-pods): `vllm serve <model> [connector] [extraArgs]
 // --host 0.0.0.0 --port <port>` or `python3 -m sglang.launch_server
 // --model-path <model> --enable-metrics [connector] [extraArgs] --host ...`,
 // the bind flags filled only when the role did not pass them.
@@ -451,7 +451,7 @@ func fillBindArgs(args []string, port int32) []string {
 	return args
 }
 
-// connectorArgs renders the prefill/decode transfer leg (operator.md §6, "P/D
+// connectorArgs renders the prefill/decode transfer leg (docs/operator.md#engine-pods, "P/D
 // engine extras"). The exact JSON the operator writes into vLLM's
 // --kv-transfer-config was not read; the connector and roles follow the
 // reference (MooncakeConnector, producer on prefill, consumer on decode).

@@ -18,7 +18,7 @@ const (
 )
 
 // DefaultServingValidity is how long one observation of the routers' view
-// stays valid before serving reads Unknown (operator.md §4: 15 s).
+// stays valid before serving reads Unknown (docs/operator.md#role-status-and-serving-view: 15 s).
 const DefaultServingValidity = 15 * time.Second
 
 // Observation is what the controller saw of the cluster on one pass.

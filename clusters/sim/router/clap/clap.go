@@ -1,7 +1,8 @@
 // Package clap emulates the parts of clap 4 (clap_builder 4.6, derive API)
 // that the two argv routers use, so that the simulated vllm-router and
 // sgl-model-gateway accept and refuse exactly the argv the real binaries do and
-// print clap's error text byte for byte (reference/routers.md §1, §2.4).
+// print clap's error text byte for byte (docs/routers.md#command-line-flags,
+// docs/routers.md#clap-errors).
 //
 // It covers long flags (`--name value` and `--name=value`), bool flags
 // (ArgAction::SetTrue), Vec flags with `num_args = 0..` (values until the next

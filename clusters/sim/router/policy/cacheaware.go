@@ -16,7 +16,7 @@ const vrTreeKey = "default"
 // sgUnknownModel is SG's UNKNOWN_MODEL_ID, the key for an empty model id.
 const sgUnknownModel = "unknown"
 
-// cacheAware is cache_aware.rs (both routers; routers.md §3.2): an imbalance
+// cacheAware is cache_aware.rs (both routers; docs/routers.md#cache-aware-policy): an imbalance
 // check over all candidates' loads first, else a prefix match over one
 // shared character tree per model key.
 type cacheAware struct {

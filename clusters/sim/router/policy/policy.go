@@ -1,7 +1,7 @@
 // Package policy holds the worker-selection policies of the two argv routers
 // the sim emulates: vllm-router v0.1.15 (FlavorVR) and sgl-model-gateway
 // gateway-v0.3.1 (FlavorSG). Each policy is a port of the behaviour described
-// in reference/routers.md §3 (read from the routers' Rust source); where the
+// in docs/routers.md#routing (read from the routers' Rust source); where the
 // two routers differ, the flavor picks the variant.
 //
 // A policy only chooses. The router owns everything around the choice: the
@@ -90,7 +90,7 @@ type ModelWorker interface {
 
 // Request is what a policy sees of one request.
 type Request struct {
-	// Text is the routing text the router extracted (routers.md §3.3). It
+	// Text is the routing text the router extracted (docs/routers.md#routing-text). It
 	// may be empty (VR chat without session_id).
 	Text string
 	// Headers are the client's request headers (consistent_hash,
@@ -169,7 +169,7 @@ type TreeSizes interface {
 	TreeSizes(modelKey string) map[string]int
 }
 
-// Config holds every policy knob of both routers (routers.md §1, §2.2).
+// Config holds every policy knob of both routers (docs/routers.md#command-line-flags).
 // New uses every field as given, because zero is a real setting
 // (--cache-threshold 0, --balance-abs-threshold 0, --eviction-interval 0
 // disables eviction): start from DefaultConfig and override what the argv
@@ -202,7 +202,7 @@ type Config struct {
 	VirtualNodes int
 }
 
-// Router defaults (routers.md §1.1/§1.2, §2.2).
+// Router defaults (docs/routers.md#vllm-router-flags, docs/routers.md#sgl-model-gateway-flags).
 const (
 	DefaultCacheThreshold       float32 = 0.3
 	DefaultBalanceAbsThreshold  int64   = 64
@@ -275,7 +275,7 @@ type options struct {
 // LogRecord is one info-level message the real policy logs with tracing.
 // Target is the Rust module path (e.g. vllm_router_rs::policies::power_of_two),
 // File and Line the source location tracing prints, read at VR e667ebb and
-// SG 7c3502c6 (v0.1.15's lines may differ; routers.md §8).
+// SG 7c3502c6 (v0.1.15's lines may differ; docs/routers.md#not-established).
 type LogRecord struct {
 	Target  string
 	File    string

@@ -3,7 +3,7 @@
 // clap's rules, the real startup output, Kubernetes service discovery (which
 // turns IGW mode on), every SG policy from the routing core, the IGW model
 // registry, the HTTP surface with SG's JSON errors and the smg_* series, all
-// from reference/routers.md.
+// from docs/routers.md.
 //
 // Environment knobs (container Env, all optional):
 //

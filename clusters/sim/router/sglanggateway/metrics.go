@@ -12,8 +12,9 @@ import (
 )
 
 // metrics are sgl-model-gateway's series (src/observability/metrics.rs;
-// routers.md §4.2) with their HELP texts. The two policy branch counters are
-// not described in the source, so they have no HELP line.
+// docs/routers.md#sgl-model-gateway-series) with their HELP texts. The two
+// policy branch counters are not described in the source, so they have no
+// HELP line.
 type metrics struct {
 	reg *prometheus.Registry
 

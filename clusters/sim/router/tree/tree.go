@@ -2,7 +2,7 @@
 // policy keeps (vllm-router src/tree.rs, sgl-model-gateway tree.rs): edges are
 // strings of characters (Unicode scalar values, not bytes and not tokens), one
 // tree is shared by all tenants (workers), and every node remembers which
-// tenants' text passed through it. See reference/routers.md §3.2.
+// tenants' text passed through it. See docs/routers.md#cache-aware-policy.
 //
 // Ported behaviour, including the quirks: the candidate tenant of a match is
 // the node's cached creator, not the tenant with the longest match of its own;

@@ -2,7 +2,7 @@
 // sim program: the real flags parsed by clap's rules, the real startup
 // output, Kubernetes service discovery through the sim's Pod watcher, every
 // VR policy from the routing core, the HTTP surface and the Prometheus
-// series, all from reference/routers.md.
+// series, all from docs/routers.md.
 //
 // Environment knobs (container Env, all optional):
 //

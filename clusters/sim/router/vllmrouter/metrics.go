@@ -10,7 +10,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 )
 
-// metrics are vllm-router's series (src/metrics.rs; routers.md §4.1), with
+// metrics are vllm-router's series (src/metrics.rs; docs/routers.md#vllm-router-series), with
 // their HELP texts, in one registry per process.
 type metrics struct {
 	reg *prometheus.Registry

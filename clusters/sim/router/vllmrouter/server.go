@@ -20,7 +20,7 @@ import (
 )
 
 // Log call sites. The targets and files are vllm-router's modules; the line
-// numbers were not established for v0.1.15 (routers.md §8) and are the
+// numbers were not established for v0.1.15 (docs/routers.md#not-established) and are the
 // nearest read: match messages, never lines.
 var (
 	siteBanner        = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 718}
@@ -87,7 +87,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	rt := &router{
 		cfg: cfg, c: c, log: log, m: m,
 		// get_all() walks a DashMap keyed by random UUIDs: an order that
-		// looks random per process (routers.md §3.1).
+		// looks random per process (docs/routers.md#candidates-order-and-load).
 		reg:       workers.NewRegistry(workers.OrderRandom, rng),
 		client:    upstream.NewClient(cli.Secs(cfg.RequestTimeout)),
 		probe:     upstream.NewClient(cli.Secs(cfg.StartupTimeout)),

@@ -1,6 +1,6 @@
 // Package observer is the read-only endpoint view gpustack-operator patches
 // into both argv routers (GET /observer/endpoints on the serving port;
-// reference/operator.md §7): the router's boot, the registry revision, and
+// docs/operator.md#finding-things-in-a-cluster): the router's boot, the registry revision, and
 // every worker with whether it is in the selection set. The operator reads it
 // to compute status.roles[].endpoints.serving.
 package observer

@@ -1,6 +1,6 @@
 // Package promexp is the routers' metrics exporter: metrics-exporter-
 // prometheus's HTTP listener answers every path with the text exposition and
-// only /health with "OK" (reference/routers.md §4). It also holds the
+// only /health with "OK" (docs/routers.md#exporter). It also holds the
 // conventions both routers need from client_golang: one registry per process,
 // and series that exist only after their first record.
 package promexp

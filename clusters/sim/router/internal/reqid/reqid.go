@@ -1,7 +1,7 @@
 // Package reqid is the routers' RequestIdLayer: take the request id from the
 // first configured header present, or generate one whose prefix depends on
 // the path, and always answer with it in the x-request-id response header.
-// The id is not added to the upstream request (reference/routers.md §5).
+// The id is not added to the upstream request (docs/routers.md#request-ids-headers-and-streaming).
 package reqid
 
 import (

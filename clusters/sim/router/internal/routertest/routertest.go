@@ -364,7 +364,7 @@ const Namespace = "ns"
 func Selector() map[string]string { return map[string]string{"app.kubernetes.io/instance": "md"} }
 
 // OperatorArgs is the argv gpustack-operator renders for both argv routers
-// (reference/operator.md §6), with the router ports left to Start.
+// (docs/operator.md#router-argv), with the router ports left to Start.
 func OperatorArgs(enginePort int, extra ...string) []string {
 	a := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
 		"--service-discovery", "--service-discovery-namespace=" + Namespace, "--service-discovery-port=" + strconv.Itoa(enginePort),

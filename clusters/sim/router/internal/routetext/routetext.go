@@ -1,5 +1,5 @@
 // Package routetext extracts the text each router routes a request by
-// (reference/routers.md §3.3): the routers' extract_text_for_routing. This is
+// (docs/routers.md#routing-text): the routers' extract_text_for_routing. This is
 // the difference that drives the measured splits: VR chat routes on
 // session_params.session_id or "", SG chat on all message texts.
 package routetext

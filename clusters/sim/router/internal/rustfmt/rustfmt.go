@@ -1,5 +1,5 @@
 // Package rustfmt renders values the way Rust's `{:?}` (Debug) does, for the
-// routers' startup banners (reference/routers.md §2.2): floats in their
+// routers' startup banners (docs/routers.md#debug-forms): floats in their
 // shortest form with ".0" kept on whole numbers, quoted strings, Vec and
 // Option.
 package rustfmt

@@ -1,6 +1,6 @@
 // Package workers is the routers' worker registry: the workers discovered and
 // admitted, their health, circuit breaker and in-flight load, in the
-// candidate order each router uses (reference/routers.md §3.1).
+// candidate order each router uses (docs/routers.md#candidates-order-and-load).
 package workers
 
 import (
