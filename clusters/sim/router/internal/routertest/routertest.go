@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 )
 
 var ipSeq atomic.Uint32
@@ -459,7 +459,7 @@ func Start(t testing.TB, main Main, args []string, env map[string]string, pods p
 func (r *Router) Base() string { return fmt.Sprintf("http://%s:%d", r.IP, r.Port) }
 
 // Logs is the router's stdout without ANSI colour.
-func (r *Router) Logs() string { return tracelog.Strip(r.Stdout.String()) }
+func (r *Router) Logs() string { return tracing.Strip(r.Stdout.String()) }
 
 // MetricsURL is the exporter's URL.
 func (r *Router) MetricsURL() string { return fmt.Sprintf("http://%s:%d/metrics", r.IP, r.PromPort) }

@@ -1,4 +1,4 @@
-package tracelog
+package tracing
 
 import (
 	"strings"

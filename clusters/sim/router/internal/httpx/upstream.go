@@ -1,8 +1,9 @@
-// Package upstream is how the routers talk to workers: one HTTP client with
-// the total request timeout (reqwest's Client::timeout covers the streamed
-// body too), the response-header filter both routers apply, and the
-// byte-for-byte relay of streamed bodies.
-package upstream
+package httpx
+
+// How the routers talk to workers (reqwest): one HTTP client with the total
+// request timeout (reqwest's Client::timeout covers the streamed body too),
+// the response-header filter both routers apply, and the byte-for-byte relay
+// of streamed bodies.
 
 import (
 	"context"
@@ -27,8 +28,8 @@ func NewClient(total time.Duration) *http.Client {
 	return &http.Client{Transport: tr, Timeout: total}
 }
 
-// Close releases the client's idle connections.
-func Close(c *http.Client) {
+// CloseIdle releases the client's idle connections.
+func CloseIdle(c *http.Client) {
 	if tr, ok := c.Transport.(*http.Transport); ok {
 		tr.CloseIdleConnections()
 	}

@@ -1,8 +1,8 @@
-// Package rustfmt renders values the way Rust's `{:?}` (Debug) does, for the
+// Package debug renders values the way Rust's `{:?}` (Debug) does, for the
 // routers' startup banners (reference/routers.md §2.2): floats in their
 // shortest form with ".0" kept on whole numbers, quoted strings, Vec and
 // Option.
-package rustfmt
+package debug
 
 import (
 	"math"

@@ -1,8 +1,9 @@
-// Package retry is the routers' RetryExecutor (core/retry.rs): the attempt
-// loop with exponential backoff and jitter. --retry-max-retries counts
-// attempts, not retries: with 5 the operation runs at most 5 times;
-// --disable-retries makes it 1.
-package retry
+package routerbase
+
+// The routers' RetryExecutor (core/retry.rs): the attempt loop with
+// exponential backoff and jitter. --retry-max-retries counts attempts, not
+// retries: with 5 the operation runs at most 5 times; --disable-retries makes
+// it 1.
 
 import (
 	"context"
@@ -13,8 +14,8 @@ import (
 	"time"
 )
 
-// Config is --retry-* (f32 fields kept as float32 as in Rust).
-type Config struct {
+// RetryConfig is --retry-* (f32 fields kept as float32 as in Rust).
+type RetryConfig struct {
 	MaxRetries     uint32
 	InitialBackoff uint64 // ms
 	MaxBackoff     uint64 // ms
@@ -37,8 +38,8 @@ var (
 	rng   = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 )
 
-// Delay is BackoffCalculator::calculate_delay for attempt (0-based).
-func Delay(cfg Config, attempt uint32) time.Duration {
+// RetryDelay is BackoffCalculator::calculate_delay for attempt (0-based).
+func RetryDelay(cfg RetryConfig, attempt uint32) time.Duration {
 	pow := float32(math.Pow(float64(cfg.Multiplier), float64(attempt)))
 	ms := uint64(float32(cfg.InitialBackoff) * pow)
 	if ms > cfg.MaxBackoff {
@@ -68,11 +69,11 @@ func Delay(cfg Config, attempt uint32) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// Do runs op until it returns a non-retryable outcome or the attempts are
+// Retry runs op until it returns a non-retryable outcome or the attempts are
 // used up. onBackoff gets the delay and the next attempt number before each
 // sleep; onExhausted runs when the last attempt was still retryable. A done
 // ctx cuts the sleep short and returns the last outcome.
-func Do[T any](ctx context.Context, cfg Config, op func(attempt uint32) T, retryable func(T) bool,
+func Retry[T any](ctx context.Context, cfg RetryConfig, op func(attempt uint32) T, retryable func(T) bool,
 	onBackoff func(d time.Duration, next uint32), onExhausted func()) T {
 	max := cfg.MaxRetries
 	if max < 1 {
@@ -90,7 +91,7 @@ func Do[T any](ctx context.Context, cfg Config, op func(attempt uint32) T, retry
 			}
 			return out
 		}
-		d := Delay(cfg, attempt)
+		d := RetryDelay(cfg, attempt)
 		next := attempt + 1
 		if onBackoff != nil {
 			onBackoff(d, next)

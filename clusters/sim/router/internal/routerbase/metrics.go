@@ -1,9 +1,10 @@
-// Package promexp is the routers' metrics exporter: metrics-exporter-
-// prometheus's HTTP listener answers every path with the text exposition and
-// only /health with "OK" (reference/routers.md §4). It also holds the
-// conventions both routers need from client_golang: one registry per process,
-// and series that exist only after their first record.
-package promexp
+package routerbase
+
+// The routers' metrics exporter: metrics-exporter-prometheus's HTTP listener
+// answers every path with the text exposition and only /health with "OK"
+// (reference/routers.md §4). It also holds the conventions both routers need
+// from client_golang: one registry per process, and series that exist only
+// after their first record.
 
 import (
 	"context"
@@ -23,8 +24,8 @@ var DurationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 // renders as summaries (names not ending in duration_seconds).
 var SummaryObjectives = map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.95: 0.005, 0.99: 0.001, 0.999: 0.0001, 1: 0.0001}
 
-// Handler renders reg in the text format on every path but /health.
-func Handler(reg *prometheus.Registry) http.Handler {
+// metricsHandler renders reg in the text format on every path but /health.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
 			_, _ = w.Write([]byte("OK"))
@@ -50,9 +51,9 @@ func Handler(reg *prometheus.Registry) http.Handler {
 	})
 }
 
-// Serve runs the exporter on ln until ctx is done.
-func Serve(ctx context.Context, ln net.Listener, reg *prometheus.Registry) error {
-	srv := &http.Server{Handler: Handler(reg), ReadHeaderTimeout: 10 * time.Second}
+// serveMetrics runs the exporter on ln until ctx is done.
+func serveMetrics(ctx context.Context, ln net.Listener, reg *prometheus.Registry) error {
+	srv := &http.Server{Handler: metricsHandler(reg), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

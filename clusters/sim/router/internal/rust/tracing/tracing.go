@@ -1,9 +1,9 @@
-// Package tracelog writes log lines exactly as the routers' tracing-subscriber
+// Package tracing writes log lines exactly as the routers' tracing-subscriber
 // setup does (reference/routers.md §2.1): the "full" format with a UTC
 // "%Y-%m-%d %H:%M:%S" timestamp, the level, the target, file:line, and the
 // message, with ANSI colour (with_ansi(true) is hard-coded in both routers)
 // around the timestamp, level, target and location; the message is plain.
-package tracelog
+package tracing
 
 import (
 	"fmt"
