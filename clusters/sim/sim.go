@@ -24,7 +24,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 )
@@ -51,16 +51,16 @@ type EngineKnobs struct {
 func (k EngineKnobs) env() map[string]string {
 	out := map[string]string{}
 	if k.TTFT > 0 {
-		out[server.EnvTTFT] = k.TTFT.String()
+		out[engine.EnvTTFT] = k.TTFT.String()
 	}
 	if k.ITL > 0 {
-		out[server.EnvITL] = k.ITL.String()
+		out[engine.EnvITL] = k.ITL.String()
 	}
 	if k.OutputTokens > 0 {
-		out[server.EnvOutputTokens] = fmt.Sprint(k.OutputTokens)
+		out[engine.EnvOutputTokens] = fmt.Sprint(k.OutputTokens)
 	}
 	if k.StartupDelay > 0 {
-		out[server.EnvStartupDelay] = k.StartupDelay.String()
+		out[engine.EnvStartupDelay] = k.StartupDelay.String()
 	}
 	return out
 }

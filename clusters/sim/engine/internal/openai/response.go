@@ -3,7 +3,7 @@ package openai
 import (
 	"strconv"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/jsonw"
 )
 
 // What both engines' response models share, in their declared field order.

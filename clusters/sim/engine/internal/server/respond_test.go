@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/argparse"
+	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/internal/argparse"
 )
 
 func TestRespondJSONSetsExactLength(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/tokenize"
 )
 
 // Output is what the simulated model generates for one request: a fixed

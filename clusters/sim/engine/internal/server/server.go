@@ -15,14 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// Environment variables a Pod may set to shape the simulated model.
-const (
-	EnvTTFT         = "SIM_ENGINE_TTFT"
-	EnvITL          = "SIM_ENGINE_ITL"
-	EnvOutputTokens = "SIM_ENGINE_OUTPUT_TOKENS"
-	EnvStartupDelay = "SIM_ENGINE_STARTUP_DELAY"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 )
 
 // Knobs are the simulated model's latencies and answer length.
@@ -59,13 +53,13 @@ func ReadKnobs(env map[string]string) (Knobs, error) {
 		}
 		*dst = d
 	}
-	dur(EnvTTFT, &k.TTFT)
-	dur(EnvITL, &k.ITL)
-	dur(EnvStartupDelay, &k.StartupDelay)
-	if v, ok := env[EnvOutputTokens]; ok && strings.TrimSpace(v) != "" {
+	dur(engine.EnvTTFT, &k.TTFT)
+	dur(engine.EnvITL, &k.ITL)
+	dur(engine.EnvStartupDelay, &k.StartupDelay)
+	if v, ok := env[engine.EnvOutputTokens]; ok && strings.TrimSpace(v) != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("%s=%q is not a positive integer (tokens the model generates without max_tokens, e.g. 16)", EnvOutputTokens, v))
+			errs = append(errs, fmt.Errorf("%s=%q is not a positive integer (tokens the model generates without max_tokens, e.g. 16)", engine.EnvOutputTokens, v))
 		} else {
 			k.OutputTokens = n
 		}

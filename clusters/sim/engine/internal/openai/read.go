@@ -3,8 +3,8 @@ package openai
 import (
 	"net/http"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/tokenize"
 )
 
 // Request is a chat or completion request with its prompt as token ids.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -20,18 +22,18 @@ func TestKnobDefaultsAndOverrides(t *testing.T) {
 	if err != nil || k != DefaultKnobs || k.TTFT != 5*time.Millisecond || k.ITL != time.Millisecond || k.OutputTokens != 16 || k.StartupDelay != 0 {
 		t.Fatalf("defaults %+v %v", k, err)
 	}
-	k, err = ReadKnobs(map[string]string{EnvTTFT: "0", EnvITL: "250us", EnvOutputTokens: "4", EnvStartupDelay: "2s"})
+	k, err = ReadKnobs(map[string]string{engine.EnvTTFT: "0", engine.EnvITL: "250us", engine.EnvOutputTokens: "4", engine.EnvStartupDelay: "2s"})
 	if err != nil || k.TTFT != 0 || k.ITL != 250*time.Microsecond || k.OutputTokens != 4 || k.StartupDelay != 2*time.Second {
 		t.Fatalf("overrides %+v %v", k, err)
 	}
 }
 
 func TestBadKnobsNameTheVariable(t *testing.T) {
-	_, err := ReadKnobs(map[string]string{EnvTTFT: "5", EnvOutputTokens: "0", EnvITL: "-1ms"})
+	_, err := ReadKnobs(map[string]string{engine.EnvTTFT: "5", engine.EnvOutputTokens: "0", engine.EnvITL: "-1ms"})
 	if err == nil {
 		t.Fatal("bad knobs accepted")
 	}
-	for _, want := range []string{EnvTTFT + `="5"`, EnvOutputTokens + `="0"`, EnvITL + `="-1ms"`, "e.g. 5ms"} {
+	for _, want := range []string{engine.EnvTTFT + `="5"`, engine.EnvOutputTokens + `="0"`, engine.EnvITL + `="-1ms"`, "e.g. 5ms"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

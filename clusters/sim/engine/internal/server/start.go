@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/argparse"
+	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/internal/argparse"
 )
 
 // ArgsExit ends a program whose command line did not parse the way Python's

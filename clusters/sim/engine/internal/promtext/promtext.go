@@ -20,7 +20,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/jsonw"
 )
 
 // ContentType is prometheus_client's CONTENT_TYPE_LATEST for the 0.0.4 format.
