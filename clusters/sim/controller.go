@@ -15,6 +15,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // Engine probes as the operator renders them (model_deployment_render.go):
@@ -188,9 +189,9 @@ func (d *deployment) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 		d.warn("FailedCreate", fmt.Sprintf("render role %s replica %d: %v", role.Name, ordinal, err))
 		return
 	}
-	var main = d.c.opts.Programs.command(w.Program)
+	var main = d.c.opts.Programs.Command(w.Program)
 	if main == nil {
-		main = notFound(w.Program)
+		main = programs.NotFound(w.Program)
 	}
 	env := d.c.opts.Engine.env()
 	for _, e := range w.Env {
@@ -317,9 +318,9 @@ func (d *deployment) reconcileRouter(md *api.ModelDeployment, pods []kubelet.Pod
 }
 
 func (d *deployment) createRouter(md *api.ModelDeployment, w operator.RouterWorkload) {
-	main := d.c.opts.Programs.command(w.Command)
+	main := d.c.opts.Programs.Command(w.Command)
 	if main == nil {
-		main = notFound(w.Command)
+		main = programs.NotFound(w.Command)
 	}
 	spec := kubelet.PodSpec{
 		Name:        kubelet.GenerateName(w.Name + "-" + w.TemplateHash + "-"),

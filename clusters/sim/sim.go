@@ -27,6 +27,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // Versions the sim reports for the simulated programs.
@@ -71,8 +72,8 @@ type Options struct {
 	// (default "sim-" and five random characters per deployment).
 	Namespace func() string
 	// Programs overrides the registered emulators field by field
-	// (default DefaultPrograms()).
-	Programs Programs
+	// (default programs.Default()).
+	Programs programs.Registry
 	// Engine sets the engines' latency knobs for every deployment.
 	Engine EngineKnobs
 	// EngineVersions is what Describe reports per engine when a spec names
@@ -100,7 +101,7 @@ func (o Options) withDefaults() Options {
 	if o.Namespace == nil {
 		o.Namespace = func() string { return kubelet.GenerateName("sim-") }
 	}
-	o.Programs = o.Programs.merge(DefaultPrograms())
+	o.Programs = o.Programs.Merge(programs.Default())
 	if o.EngineVersions == nil {
 		o.EngineVersions = map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}
 	}
@@ -218,8 +219,8 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 	for _, router := range api.Routers {
 		for _, engine := range api.Engines {
 			pair := clusters.Pair{Router: router, Engine: engine}
-			rm, rbin := p.router(router)
-			em, ebin := p.engine(engine)
+			rm, rbin := p.Router(router)
+			em, ebin := p.Engine(engine)
 			switch {
 			case !slices.Contains(operator.RouterEngines[router], engine):
 				pair.Reason = operator.RouterEngineMismatch(router, engine)
@@ -304,11 +305,11 @@ func (c *Cluster) runnable(md *api.ModelDeployment) error {
 		if md.Spec.Router.Name == api.RouterLLMD {
 			return ErrLLMDUnsupported
 		}
-		if m, bin := c.opts.Programs.router(md.Spec.Router.Name); m == nil {
+		if m, bin := c.opts.Programs.Router(md.Spec.Router.Name); m == nil {
 			return fmt.Errorf("sim target: no %s program is registered; set sim.Options.Programs", bin)
 		}
 	}
-	if m, prog := c.opts.Programs.engine(md.Spec.Engine.Name); m == nil {
+	if m, prog := c.opts.Programs.Engine(md.Spec.Engine.Name); m == nil {
 		return fmt.Errorf("sim target: no %q program is registered; set sim.Options.Programs", prog)
 	}
 	return nil

@@ -20,13 +20,14 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 	"github.com/gpustack/routing-conformance/metrics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var fakePrograms = sim.Programs{
+var fakePrograms = programs.Registry{
 	VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine, SGLang: simtest.Engine,
 }
 
@@ -125,10 +126,10 @@ func TestDescribeReportsPairs(t *testing.T) {
 		t.Errorf("environment: %+v", env)
 	}
 
-	bare := sim.New(sim.Options{Programs: sim.Programs{VLLM: simtest.Engine}})
+	bare := sim.New(sim.Options{Programs: programs.Registry{VLLM: simtest.Engine}})
 	defer bare.Close(context.Background())
 	env, _ = bare.Describe(context.Background())
-	if ok, why := env.Supports(api.RouterSGLang, api.EngineSGLang); ok && sim.DefaultPrograms().SGLangGateway == nil ||
+	if ok, why := env.Supports(api.RouterSGLang, api.EngineSGLang); ok && programs.Default().SGLangGateway == nil ||
 		(!ok && !strings.Contains(why, "is registered")) {
 		t.Errorf("a pair whose program is missing: %t %q", ok, why)
 	}

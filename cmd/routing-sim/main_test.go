@@ -13,13 +13,13 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var fakePrograms = sim.Programs{VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine,
+var fakePrograms = programs.Registry{VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine,
 	SGLang: simtest.Engine}
 
 const goodYAML = `apiVersion: worker.gpustack.ai/v1

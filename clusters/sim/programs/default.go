@@ -1,4 +1,4 @@
-package sim
+package programs
 
 import (
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/sglang"
@@ -7,15 +7,15 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/vllmrouter"
 )
 
-// DefaultPrograms is the registry of the real emulators built into the sim:
+// Default is the registry of the real emulators built into the sim:
 // the operator renders a program name, the sim runs the matching proc.Main.
 //
 //	vllm-router                        clusters/sim/router/vllmrouter
 //	sgl-model-gateway                  clusters/sim/router/sglanggateway
 //	vllm (serve ...)                   clusters/sim/engine/vllm
 //	python3 -m sglang.launch_server    clusters/sim/engine/sglang
-func DefaultPrograms() Programs {
-	return Programs{
+func Default() Registry {
+	return Registry{
 		VLLMRouter:    vllmrouter.Main,
 		SGLangGateway: sglanggateway.Main,
 		VLLM:          vllm.Main,

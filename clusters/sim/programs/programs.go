@@ -1,4 +1,8 @@
-package sim
+// Package programs is the sim's "container image": which emulator (a
+// proc.Main) runs when the operator renders a given program. The sim target
+// runs its Pods from it; any other harness that runs the operator's rendered
+// Pods on the sim's kubelet can use it the same way.
+package programs
 
 import (
 	"context"
@@ -11,11 +15,10 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 )
 
-// Programs is the sim's "container image": which emulator runs when the
-// operator renders a given program. A nil field means the program is not in
-// this build; pairs that need it are reported unsupported by Describe and
-// refused by Deploy.
-type Programs struct {
+// Registry says which emulator runs when the operator renders a given
+// program. A nil field means the program is not in this build; the sim
+// target reports pairs that need it unsupported and refuses to deploy them.
+type Registry struct {
 	// VLLMRouter runs `vllm-router <args>` (router container of vllm-router).
 	VLLMRouter proc.Main
 	// SGLangGateway runs `sgl-model-gateway <args>` (router container of sglang-gateway).
@@ -26,8 +29,8 @@ type Programs struct {
 	SGLang proc.Main
 }
 
-// merge fills p's nil fields from def.
-func (p Programs) merge(def Programs) Programs {
+// Merge fills p's nil fields from def.
+func (p Registry) Merge(def Registry) Registry {
 	if p.VLLMRouter == nil {
 		p.VLLMRouter = def.VLLMRouter
 	}
@@ -43,8 +46,8 @@ func (p Programs) merge(def Programs) Programs {
 	return p
 }
 
-// router returns the program a router renders to.
-func (p Programs) router(name string) (proc.Main, string) {
+// Router returns the program a router renders to.
+func (p Registry) Router(name string) (proc.Main, string) {
 	switch name {
 	case api.RouterVLLM:
 		return p.VLLMRouter, operator.BinaryVLLMRouter
@@ -54,8 +57,8 @@ func (p Programs) router(name string) (proc.Main, string) {
 	return nil, name
 }
 
-// engine returns the program an engine name renders to.
-func (p Programs) engine(name string) (proc.Main, string) {
+// Engine returns the program an engine name renders to.
+func (p Registry) Engine(name string) (proc.Main, string) {
 	switch name {
 	case api.EngineVLLM:
 		return p.VLLM, strings.Join(operator.EngineProgramVLLM, " ")
@@ -65,8 +68,8 @@ func (p Programs) engine(name string) (proc.Main, string) {
 	return nil, name
 }
 
-// command resolves an argv's program part (a take-over role's command).
-func (p Programs) command(program []string) proc.Main {
+// Command resolves an argv's program part (a take-over role's command).
+func (p Registry) Command(program []string) proc.Main {
 	switch {
 	case slices.Equal(program, operator.EngineProgramVLLM):
 		return p.VLLM
@@ -80,9 +83,9 @@ func (p Programs) command(program []string) proc.Main {
 	return nil
 }
 
-// notFound is what a container whose program is not in the image does: the
+// NotFound is what a container whose program is not in the image does: the
 // runtime cannot start it (StartError, exit code 128).
-func notFound(program []string) proc.Main {
+func NotFound(program []string) proc.Main {
 	return func(_ context.Context, c *proc.Container) int {
 		fmt.Fprintf(c.Stderr, "exec: %q: executable file not found in $PATH\n", strings.Join(program, " "))
 		return 128
