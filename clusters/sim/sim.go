@@ -24,6 +24,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/clusters/sim/controller"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
@@ -129,7 +130,6 @@ type Cluster struct {
 	mu          sync.Mutex
 	closed      bool
 	deployments map[string]*deployment // namespace/name
-	podOwner    map[string]*deployment // namespace/pod
 }
 
 var _ clusters.Cluster = (*Cluster)(nil)
@@ -140,19 +140,25 @@ func New(opts Options) *Cluster {
 	c := &Cluster{
 		opts:        opts,
 		deployments: map[string]*deployment{},
-		podOwner:    map[string]*deployment{},
 	}
 	kopts := opts.Kubelet
-	userSink := kopts.EventSink
+	userEvents, userStatus := kopts.EventSink, kopts.StatusSink
 	kopts.EventSink = func(e kubelet.Event) {
-		c.mu.Lock()
-		d := c.podOwner[e.Namespace+"/"+e.Pod]
-		c.mu.Unlock()
-		if d != nil {
-			d.record(e)
+		if p, ok := c.kube.Get(e.Namespace, e.Pod); ok {
+			if d := c.owner(p); d != nil {
+				d.ctrl.Record(e)
+			}
 		}
-		if userSink != nil {
-			userSink(e)
+		if userEvents != nil {
+			userEvents(e)
+		}
+	}
+	kopts.StatusSink = func(u kubelet.PodUpdate) {
+		if d := c.owner(u.Pod); d != nil {
+			d.ctrl.PodChanged(u)
+		}
+		if userStatus != nil {
+			userStatus(u)
 		}
 	}
 	c.kube = kubelet.New(kopts)
@@ -284,6 +290,11 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 	if c.closed {
 		return nil, errors.New("deploy: the sim cluster is closed")
 	}
+	for k, d := range c.deployments {
+		if d.ctrl.Gone() {
+			delete(c.deployments, k)
+		}
+	}
 	if _, exists := c.deployments[key]; exists {
 		return nil, fmt.Errorf("modeldeployments.%s %q already exists in namespace %q", api.Group,
 			md.Metadata.Name, md.Metadata.Namespace)
@@ -293,10 +304,41 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 	md.Metadata.Generation = 1
 	md.Metadata.ResourceVersion = "1"
 	md.Metadata.CreationTimestamp = now.UTC().Format(time.RFC3339)
-	d := newDeployment(c, md)
+	d := &deployment{name: md.Metadata.Name, namespace: md.Metadata.Namespace, kube: c.kube, http: c.http,
+		get: c.get, admit: c.admitUpdate, ctrl: controller.New(c.controllerConfig(), md)}
 	c.deployments[key] = d
-	d.start()
+	d.ctrl.Start()
 	return d, nil
+}
+
+func (c *Cluster) controllerConfig() controller.Config {
+	return controller.Config{
+		Kubelet: c.kube, Programs: c.opts.Programs, EngineEnv: c.opts.Engine.env(),
+		ProbePeriod: c.opts.ProbePeriod, ResyncPeriod: c.opts.ResyncPeriod, PreStopDelay: c.opts.PreStopDelay,
+		ServingValidity: c.opts.ServingValidity, Get: c.get,
+	}
+}
+
+// admitUpdate is the API server's admission of an update: the webhook, its
+// defaults, and what the sim can run.
+func (c *Cluster) admitUpdate(old, next *api.ModelDeployment) error {
+	if err := operator.Admit(old, next); err != nil {
+		return err
+	}
+	operator.Default(next)
+	return c.runnable(next)
+}
+
+// owner is the live deployment a Pod belongs to, by its namespace and
+// instance label (nil for none).
+func (c *Cluster) owner(p kubelet.PodStatus) *deployment {
+	name, ok := p.Labels[api.LabelInstance]
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deployments[p.Namespace+"/"+name]
 }
 
 // runnable refuses what the sim cannot run, after admission has passed.
@@ -323,7 +365,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 	c.mu.Unlock()
 	var errs []error
 	for _, d := range ds {
-		d.beginDelete()
+		d.ctrl.Delete()
 	}
 	for _, d := range ds {
 		if err := d.waitGone(ctx); err != nil {
@@ -335,21 +377,4 @@ func (c *Cluster) Close(ctx context.Context) error {
 	}
 	c.http.CloseIdleConnections()
 	return errors.Join(errs...)
-}
-
-func (c *Cluster) forget(d *deployment) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.deployments, d.key())
-	for k, owner := range c.podOwner {
-		if owner == d {
-			delete(c.podOwner, k)
-		}
-	}
-}
-
-func (c *Cluster) own(namespace, pod string, d *deployment) {
-	c.mu.Lock()
-	c.podOwner[namespace+"/"+pod] = d
-	c.mu.Unlock()
 }

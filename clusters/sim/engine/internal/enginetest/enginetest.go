@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
-
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -150,8 +148,8 @@ func (e *Engine) Stop() int {
 	return code
 }
 
-// Buffer is a goroutine-safe log buffer (simtest.Buffer).
-type Buffer = simtest.Buffer
+// Buffer is a goroutine-safe log buffer (proc.Buffer).
+type Buffer = proc.Buffer
 
 // Families are one /metrics scrape, parsed.
 type Families map[string]*dto.MetricFamily

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
-
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -400,8 +398,8 @@ func StartOverFleet(t testing.TB, main Main, es []*Engine, pods *Pods, env map[s
 	return r
 }
 
-// Buffer is a goroutine-safe log buffer (simtest.Buffer).
-type Buffer = simtest.Buffer
+// Buffer is a goroutine-safe log buffer (proc.Buffer).
+type Buffer = proc.Buffer
 
 // Router is a running router program.
 type Router struct {

@@ -1,12 +1,13 @@
-package simtest
+package proc
 
 import (
 	"bytes"
 	"sync"
 )
 
-// Buffer is a goroutine-safe bytes.Buffer for a program's stdout or stderr,
-// which the program writes while a test reads.
+// Buffer is a goroutine-safe bytes.Buffer for a program's stdout or stderr
+// when a Main runs outside the kubelet (tests, harnesses): the program writes
+// while the caller reads.
 type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
