@@ -41,8 +41,10 @@ func (d *deployment) key() string { return d.namespace + "/" + d.name }
 func (d *deployment) Name() string      { return d.name }
 func (d *deployment) Namespace() string { return d.namespace }
 
+// notFound is the API server's answer for a deleted object (the same text),
+// wrapping clusters.ErrNotFound so a wait stops on it.
 func (d *deployment) notFound() error {
-	return fmt.Errorf("modeldeployments.%s %q not found in namespace %q", api.Group, d.name, d.namespace)
+	return fmt.Errorf("modeldeployments.%s %q %w in namespace %q", api.Group, d.name, clusters.ErrNotFound, d.namespace)
 }
 
 // Object returns a copy of the live object with its status.
@@ -56,54 +58,39 @@ func (d *deployment) Object(ctx context.Context) (*api.ModelDeployment, error) {
 	return d.ctrl.Object(), nil
 }
 
-// WaitReady polls status until api.ReadinessGaps finds nothing missing. It
-// stops early, as the kube target does, when a router Pod keeps exiting with
-// clap's code 2: waiting cannot fix a refused argument.
+// WaitReady waits through clusters.WaitReady, as the kube target does, with
+// the sim's hint: every router Pod of the current template refuses its
+// arguments. poll <= 0 is 50 ms.
 func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	last := "no status observed yet"
-	for {
-		obj, err := d.Object(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s not ready: %s: %w", d.key(), last, err)
-			}
-			return err
-		}
-		gaps := api.ReadinessGaps(obj)
-		if len(gaps) == 0 {
-			return nil
-		}
-		last = strings.Join(gaps, "; ")
-		if refused := allRefuseArgs(d.currentRouterPods(obj)); refused != "" {
-			return fmt.Errorf("%s cannot become Ready: router Pod %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments; its previous log has the error); still missing: %s", d.key(), refused, last)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %s: %w", d.key(), last, ctx.Err())
-		case <-t.C:
-		}
-	}
+	return clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.namespace, Name: d.name, Get: d.Object,
+		Stuck: d.stuck, Poll: poll})
 }
 
-// allRefuseArgs names a router Pod when every Pod of the current router
-// template refuses its arguments. Pods of an older template do not count:
-// right after an edit that fixes the arguments the old Pod still crashes
-// while the new one is being created, and waiting resolves that.
-func allRefuseArgs(pods []clusters.RouterPod) string {
+// stuck names a router that will never start as configured: every router
+// Pod of the current template (the ReplicaSet's pod-template-hash) is
+// crash-looping after exiting with clap's code 2 for an argument it refused
+// (routers.md §2.4). Pods of an older template do not count: right after an
+// edit that fixes the arguments the old Pod still crashes while the new one
+// is being created, and waiting resolves that.
+func (d *deployment) stuck(_ context.Context, md *api.ModelDeployment) string {
+	pods := d.currentRouterPods(md)
 	if len(pods) == 0 {
 		return ""
 	}
 	for _, p := range pods {
-		if !p.RefusedArgs() {
+		if !refusedArgs(p) {
 			return ""
 		}
 	}
-	return pods[0].Name
+	return fmt.Sprintf("router Pod %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments; its previous log has the error)", pods[0].Name)
+}
+
+// refusedArgs: crash-looping, and the last run exited with clap's code 2.
+func refusedArgs(p clusters.RouterPod) bool {
+	return p.Waiting == kubelet.ReasonCrashLoopBackOff && p.LastExitCode != nil && *p.LastExitCode == 2
 }
 
 // currentRouterPods are the live router Pods of obj's current template (the
