@@ -10,6 +10,11 @@
 //     (single-process mode only);
 //   - in multiprocess mode (SGLang) labels are sorted, a histogram's _sum
 //     comes before its buckets and _count last, and there is no _created.
+//
+// The suite reads these pages with package metrics, which parses with
+// prometheus/common's expfmt and shares nothing with this writer on
+// purpose: the parser is the oracle for what a real scraper sees, this is
+// the emulation of what the engines print.
 package promtext
 
 import (

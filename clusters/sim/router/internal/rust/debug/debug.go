@@ -2,6 +2,11 @@
 // routers' startup banners (reference/routers.md §2.2): floats in their
 // shortest form with ".0" kept on whole numbers, quoted strings, Vec and
 // Option.
+//
+// This writer and the suite's parser of the same forms
+// (assertions/rustdebug) are independent on purpose: each is written from
+// Rust's behaviour, not from the other, so a mistake in one is caught by the
+// other instead of agreed with. Do not share code between them.
 package debug
 
 import (
