@@ -1,21 +1,13 @@
 package sglanggateway
 
 import (
-	"encoding/json"
 	"testing"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routertest"
 )
 
-func jsonBody(t *testing.T, s string) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func TestSGChatJoinsAllMessageTexts(t *testing.T) {
-	b := jsonBody(t, `{"messages":[
+	b := routertest.JSONBody(t, `{"messages":[
 		{"role":"system","content":"sys"},
 		{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]},
 		{"role":"assistant","content":"ans","reasoning_content":"why"},
@@ -33,7 +25,7 @@ func TestSGPromptForms(t *testing.T) {
 	if promptText([]any{"a", "b"}) != "a b" || pdPromptText([]any{"a", "b"}) != "a" || promptText("x") != "x" {
 		t.Fatal("prompt forms")
 	}
-	if got := generateText(jsonBody(t, `{"input_ids":[[1,2],[3]]}`)); got != "1 2 3" {
+	if got := generateText(routertest.JSONBody(t, `{"input_ids":[[1,2],[3]]}`)); got != "1 2 3" {
 		t.Fatalf("got %q", got)
 	}
 }

@@ -1,27 +1,19 @@
 package vllmrouter
 
 import (
-	"encoding/json"
 	"testing"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routertest"
 )
 
-func jsonBody(t *testing.T, s string) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func TestVRChatRoutesOnSessionIDOrEmpty(t *testing.T) {
-	if got := chatText(jsonBody(t, `{"messages":[{"role":"user","content":"hello"}]}`)); got != "" {
+	if got := chatText(routertest.JSONBody(t, `{"messages":[{"role":"user","content":"hello"}]}`)); got != "" {
 		t.Fatalf("got %q", got)
 	}
-	if got := chatText(jsonBody(t, `{"messages":[],"session_params":{"session_id":"s-1"}}`)); got != "s-1" {
+	if got := chatText(routertest.JSONBody(t, `{"messages":[],"session_params":{"session_id":"s-1"}}`)); got != "s-1" {
 		t.Fatalf("got %q", got)
 	}
-	if got := chatText(jsonBody(t, `{"session_params":{"session_id":7}}`)); got != "" {
+	if got := chatText(routertest.JSONBody(t, `{"session_params":{"session_id":7}}`)); got != "" {
 		t.Fatalf("got %q", got)
 	}
 }
@@ -36,7 +28,7 @@ func TestVRPromptForms(t *testing.T) {
 		`{"input_ids":[5,6]}`:       "5 6",
 	}
 	for in, want := range cases {
-		b := jsonBody(t, in)
+		b := routertest.JSONBody(t, in)
 		got := generateText(b)
 		if _, ok := b["text"]; !ok {
 			if _, ok := b["input_ids"]; !ok {

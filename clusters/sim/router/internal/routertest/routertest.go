@@ -608,3 +608,14 @@ func Chat(model, content string, stream bool) string {
 	b, _ := json.Marshal(map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": content}}, "stream": stream})
 	return string(b)
 }
+
+// JSONBody decodes a request body written in a test, as the routers' axum
+// Json extractor hands it to the routing-text rules.
+func JSONBody(t testing.TB, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
