@@ -1,9 +1,13 @@
 // Package sim is the embedded target: clusters.Cluster and
-// clusters.Deployment implemented in-process. The operator's admission,
-// rendering and status (package operator) drive a simulated kubelet (package
-// kubelet) whose Pods run the router and engine emulators as proc.Main
-// programs, each on its own loopback IP with the real ports (engines 8000,
-// routers 8081 and 9090).
+// clusters.Deployment implemented in-process. This package plays the API
+// server (admission on create and update, the stored objects) and gives the
+// specs a read-only view of each deployment; package controller runs the
+// operator's reconcile loop, with the pure functions of package operator
+// (admission, rendering, status), on a simulated kubelet (package kubelet)
+// whose Pods run the router and engine emulators (package programs) as
+// proc.Main programs, each on its own loopback IP with the real ports
+// (engines 8000, routers 8081 and 9090). Imports run one way: sim ->
+// controller -> programs, kubelet, operator.
 //
 // The sim is faithful, not convenient: argv, labels, selectors, phases and
 // conditions are the operator's; a router edit replaces the router Pod; a

@@ -272,6 +272,31 @@ func TestRouterCrashShowsRouterReadyFalseAndRestarts(t *testing.T) {
 	}
 }
 
+// Right after an edit that fixes the arguments, the old router Pod still
+// crash-loops with exit 2 beside (or before) the new one: a rollout in
+// progress, which WaitReady waits out instead of giving up.
+func TestWaitReadyWaitsOutTheOldTemplatesRefusingRouter(t *testing.T) {
+	c := newCluster(t, sim.Options{})
+	ctx := ctxT(t, 20*time.Second)
+	d, err := c.Deploy(ctx, md("fix", api.RouterVLLM, api.EngineVLLM, 1, "--policy", "roundrobin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a router refusing its arguments", func() (bool, string) {
+		ps, _ := d.RouterState(ctx)
+		return len(ps) == 1 && ps[0].Waiting == "CrashLoopBackOff" && ps[0].LastExitCode != nil &&
+			*ps[0].LastExitCode == 2, fmt.Sprint(ps)
+	})
+	if err := d.Update(ctx, func(m *api.ModelDeployment) {
+		m.Spec.Router.ExtraArgs = []string{"--policy", "round_robin"}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitReady(ctx, 10*time.Millisecond); err != nil {
+		t.Fatalf("WaitReady after the fix: %v", err)
+	}
+}
+
 func TestPreviousLogsAfterCrash(t *testing.T) {
 	c := newCluster(t, sim.Options{})
 	ctx := ctxT(t, 20*time.Second)
