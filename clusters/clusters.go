@@ -41,7 +41,8 @@ type Deployment interface {
 	// Object returns the live object with its status.
 	Object(ctx context.Context) (*api.ModelDeployment, error)
 	// WaitReady blocks until phase Ready, RouterReady=True and every role's
-	// endpoints.serving is Confirmed with value == desired, or ctx ends.
+	// endpoints.serving is Confirmed with value == desired, or ctx ends, or
+	// the deployment is stuck for good (see WaitReady in this package).
 	// The error says which of those was last missing.
 	WaitReady(ctx context.Context, poll time.Duration) error
 	// OpenAIBaseURL is the router's OpenAI base URL ending in /v1.
@@ -66,20 +67,23 @@ type Deployment interface {
 	// Delete removes the deployment and waits until its objects are gone.
 	Delete(ctx context.Context) error
 	// Cost is what the deployment has held of the target's scarcest resource
-	// so far; after Delete it is final. Every deployment on a GPU cluster is
-	// an image pull and a model load per engine Pod.
+	// so far, counted from Deploy on; after Delete it is final. Every
+	// deployment on a GPU cluster is an image pull and a model load per
+	// engine Pod.
 	Cost(ctx context.Context) (Cost, error)
 }
 
-// Cost counts one deployment's engine Pods and accelerator time.
+// Cost counts one deployment's engine Pods and accelerator time (a
+// CostLedger sums it).
 type Cost struct {
 	// EnginePodsStarted counts engine Pods created for the deployment
-	// (replacements included).
+	// (replacements and every member of a multi-Pod replica included).
 	EnginePodsStarted int `json:"enginePodsStarted"`
 	// EnginePodsReady counts engine Pods that became Ready at least once.
 	EnginePodsReady int `json:"enginePodsReady"`
 	// AcceleratorSeconds sums, over engine Pods, the accelerators a Pod
-	// requests times the seconds from Ready to deletion (or now).
+	// requests times the seconds from its first Ready to its removal (or to
+	// Delete's end, or now). It is 0 on the sim, whose Pods hold none.
 	AcceleratorSeconds float64 `json:"acceleratorSeconds"`
 }
 
@@ -104,13 +108,6 @@ type RouterPod struct {
 	Waiting string `json:"waiting,omitempty"`
 	// LastExitCode is the exit code of the last terminated container, if any.
 	LastExitCode *int32 `json:"lastExitCode,omitempty"`
-}
-
-// RefusedArgs reports a router that will never start as configured: it is
-// crash-looping and its last run exited with code 2, clap's exit code for an
-// argument it refused (e.g. an unknown --policy; docs/routers.md#clap-errors).
-func (p RouterPod) RefusedArgs() bool {
-	return p.Waiting == "CrashLoopBackOff" && p.LastExitCode != nil && *p.LastExitCode == 2
 }
 
 // Replica is one engine replica (serving instance) as the router sees it.

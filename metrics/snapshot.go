@@ -1,6 +1,11 @@
 // Package metrics scrapes and parses the Prometheus text exposition format
 // (with prometheus/common's expfmt) into a Snapshot, and computes deltas
 // between two snapshots by metric name and label matchers.
+//
+// It shares nothing on purpose with the sim engines' exposition writer
+// (clusters/sim/engine/internal/promtext): this parser is the oracle for
+// what a real scraper reads, that writer the emulation of what vLLM and
+// SGLang print, so one cannot hide the other's mistake.
 package metrics
 
 import "time"

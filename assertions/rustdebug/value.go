@@ -2,6 +2,11 @@
 // and `{:#?}` forms) into a value tree, so a router's startup banner
 // `policy: CacheAware { cache_threshold: 0.3, ... }` can be checked field by
 // field instead of by string equality.
+//
+// It is independent on purpose of the sim's Debug writer
+// (clusters/sim/router/internal/rust/debug): the oracle and the emulator are
+// each written from Rust's behaviour, so neither can hide the other's
+// mistake. Do not share code between them.
 package rustdebug
 
 import (

@@ -79,6 +79,11 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 		return fail(fmt.Errorf("create ModelDeployment %s/%s: %s", ns, want.Metadata.Name, firstLine(err.Error())))
 	}
 	d.uid = string(created.GetUID())
+	// The stored object carries the webhook's defaults (accelerators per Pod).
+	if stored, err := fromUnstructured(created); err == nil {
+		want = stored
+	}
+	d.cost = c.watchCost(ns, want)
 	c.track(d)
 	c.logf("kube: created ModelDeployment %s/%s", ns, d.name)
 	return d, nil
@@ -186,6 +191,9 @@ type Deployment struct {
 	uid           string
 	ownsNamespace bool
 
+	// cost counts the engine Pods from Deploy until Delete has finished.
+	cost *costWatch
+
 	mu         sync.Mutex
 	routerName string
 	proxy      *localProxy
@@ -220,6 +228,7 @@ func (d *Deployment) router() string {
 func (d *Deployment) Delete(ctx context.Context) error {
 	d.closeProxy()
 	defer d.c.untrack(d)
+	defer d.closeCost() // after the Pods are gone (or the wait gave up)
 	ctx, cancel := context.WithTimeout(ctx, d.c.iv.Delete)
 	defer cancel()
 	var errs []error
@@ -273,8 +282,8 @@ func (d *Deployment) waitPodsGone(ctx context.Context) error {
 	})
 }
 
-// Cost is not counted yet on kube (being implemented with the readiness
-// rework); it says so instead of reporting zeros.
-func (d *Deployment) Cost(context.Context) (clusters.Cost, error) {
-	return clusters.Cost{}, errors.New("kube: GPU-cost accounting is not implemented yet")
+func (d *Deployment) closeCost() {
+	if d.cost != nil {
+		d.cost.close()
+	}
 }

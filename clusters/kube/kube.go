@@ -283,6 +283,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 	c.mu.Unlock()
 	for _, d := range deps {
 		d.closeProxy()
+		d.closeCost()
 	}
 	return nil
 }
@@ -393,11 +394,17 @@ func roleAccelerators(r api.Role) int64 {
 	if r.Size != nil {
 		size = int64(*r.Size)
 	}
-	per := int64(1)
+	return int64(r.RoleReplicas()) * size * podAccelerators(r)
+}
+
+// podAccelerators is spec.resources.accelerator, the cards each of the
+// role's Pods holds (1 when unset, the webhook's default on an accelerated
+// InstanceType).
+func podAccelerators(r api.Role) int64 {
 	if r.Resources != nil && r.Resources.Accelerator != "" {
-		per = parseQuantityInt(r.Resources.Accelerator, 1)
+		return parseQuantityInt(r.Resources.Accelerator, 1)
 	}
-	return int64(r.RoleReplicas()) * size * per
+	return 1
 }
 
 func randomSuffix(n int) string {

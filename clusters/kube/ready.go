@@ -3,58 +3,25 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters"
 )
 
-// WaitReady polls the status every poll until phase is Ready, RouterReady is
-// True (when a router is declared) and every role's endpoints.serving is
-// Confirmed with value == desired (a successful answer alone does not prove
-// the router registered every replica: docs/operator.md#gotchas). The suite bounds it
-// with ctx (e2e.yaml wait-model-ready). It stops early on states that will
-// not heal by waiting: a router crash-looping with exit code 2 (its argument
-// parser refused a flag), an image that cannot be pulled, or a router render
-// refusal. Every error says what was last missing.
+// WaitReady waits through clusters.WaitReady (phase Ready, RouterReady
+// True when a router is declared, every role's endpoints.serving Confirmed
+// at its desired count; docs/operator.md#gotchas). The suite bounds it with ctx
+// (e2e.yaml wait-model-ready); poll <= 0 is Intervals.Poll. It stops early
+// on a router render refusal and on what stuck finds on the Pods.
 func (d *Deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	if poll <= 0 {
 		poll = d.c.iv.Poll
 	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	var missing []string
-	for {
-		md, err := d.Object(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return d.notReady(ctx, missing)
-			}
-			missing = []string{firstLine(err.Error())}
-		} else {
-			missing = api.ReadinessGaps(md)
-			if len(missing) == 0 {
-				return nil
-			}
-			if reason := d.terminal(ctx, md); reason != "" {
-				return fmt.Errorf("ModelDeployment %s/%s cannot become Ready: %s (still missing: %s)", d.ns, d.name, reason, strings.Join(missing, "; "))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return d.notReady(ctx, missing)
-		case <-t.C:
-		}
-	}
-}
-
-func (d *Deployment) notReady(ctx context.Context, missing []string) error {
-	if len(missing) == 0 {
-		missing = []string{"no status was read"}
-	}
-	return fmt.Errorf("ModelDeployment %s/%s not Ready: %s (%w)", d.ns, d.name, strings.Join(missing, "; "), ctx.Err())
+	return clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.ns, Name: d.name, Get: d.Object,
+		Stuck: d.stuck, Poll: poll})
 }
 
 // Waiting reasons that do not heal by waiting longer.
@@ -65,11 +32,10 @@ var stuckReasons = map[string]bool{
 	"CreateContainerConfigError": true,
 }
 
-// terminal returns why md can never become Ready as it stands, or "".
-func (d *Deployment) terminal(ctx context.Context, md *api.ModelDeployment) string {
-	if c := md.Status.FindCondition(api.ConditionRouterReady); c != nil && c.Status == "False" && c.Reason == api.ReasonRenderFailed {
-		return fmt.Sprintf("the operator could not render the router: %s", c.Message)
-	}
+// stuck is kube's hint to clusters.WaitReady: why the deployment's Pods can
+// never make it Ready as they stand (an image that cannot be pulled, a
+// container config error, every router Pod refusing its arguments), or "".
+func (d *Deployment) stuck(ctx context.Context, _ *api.ModelDeployment) string {
 	pods, err := d.pods(ctx, instanceSelector(d.name))
 	if err != nil {
 		return "" // a failed list is not a verdict; the next poll retries

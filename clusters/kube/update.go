@@ -86,6 +86,9 @@ func (d *Deployment) Update(ctx context.Context, mutate func(*api.ModelDeploymen
 	d.mu.Lock()
 	d.routerName = routerName(next)
 	d.mu.Unlock()
+	if d.cost != nil {
+		d.cost.setRoles(next)
+	}
 	d.c.logf("kube: patched ModelDeployment %s/%s: %s", d.ns, d.name, body)
 	if !rolls {
 		return nil

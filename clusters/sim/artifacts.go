@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 )
 
 // CollectArtifacts writes, under dir:
@@ -43,9 +42,7 @@ func (d *deployment) CollectArtifacts(ctx context.Context, dir string) error {
 		keep(os.WriteFile(path, data, 0o644))
 	}
 
-	d.mu.Lock()
-	obj := operator.DeepCopy(d.obj)
-	d.mu.Unlock()
+	obj := d.ctrl.Object()
 	if y, err := yaml.Marshal(obj); err != nil {
 		keep(fmt.Errorf("marshal object: %w", err))
 	} else {
@@ -63,19 +60,19 @@ func (d *deployment) CollectArtifacts(ctx context.Context, dir string) error {
 	}
 	write("events.log", []byte(ev.String()))
 
-	for _, p := range d.c.kube.ListStatus(d.Namespace(), map[string]string{api.LabelInstance: d.Name()}) {
+	for _, p := range d.kube.ListStatus(d.Namespace(), map[string]string{api.LabelInstance: d.Name()}) {
 		if err := ctx.Err(); err != nil {
 			keep(err)
 			break
 		}
-		write(filepath.Join("pods", p.Name+".txt"), []byte(d.c.kube.Describe(p.Namespace, p.Name)))
+		write(filepath.Join("pods", p.Name+".txt"), []byte(d.kube.Describe(p.Namespace, p.Name)))
 		for _, cs := range p.Containers {
-			if text, err := d.c.kube.Logs(p.Namespace, p.Name, cs.Name, false, time.Time{}); err == nil {
+			if text, err := d.kube.Logs(p.Namespace, p.Name, cs.Name, false, time.Time{}); err == nil {
 				write(filepath.Join("logs", p.Name, cs.Name+".log"), []byte(text))
 			} else {
 				keep(err)
 			}
-			if text, err := d.c.kube.Logs(p.Namespace, p.Name, cs.Name, true, time.Time{}); err == nil {
+			if text, err := d.kube.Logs(p.Namespace, p.Name, cs.Name, true, time.Time{}); err == nil {
 				write(filepath.Join("logs", p.Name, cs.Name+".previous.log"), []byte(text))
 			}
 		}
@@ -84,7 +81,7 @@ func (d *deployment) CollectArtifacts(ctx context.Context, dir string) error {
 			continue
 		}
 		url := "http://" + net.JoinHostPort(p.IP, strconv.Itoa(port)) + "/metrics"
-		body, err := d.c.get(ctx, url, 2*time.Second, 64<<20)
+		body, err := d.get(ctx, url, 2*time.Second, 64<<20)
 		if err != nil {
 			write(filepath.Join("metrics", p.Name+"-error.txt"), []byte(err.Error()+"\n"))
 			continue

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // BenchmarkDeployReady measures Deploy → WaitReady for one router and two
@@ -24,7 +25,7 @@ import (
 func BenchmarkDeployReady(b *testing.B) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		b.Run(router, func(b *testing.B) {
-			c := newCluster(b, sim.Options{Programs: sim.DefaultPrograms()})
+			c := newCluster(b, sim.Options{Programs: programs.Default()})
 			ctx := context.Background()
 			var total time.Duration
 			b.ResetTimer()
@@ -61,7 +62,7 @@ func BenchmarkRouterThroughput(b *testing.B) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		b.Run(router, func(b *testing.B) {
 			// Fast engines: the benchmark measures the sim, not the modelled latency.
-			c := newCluster(b, sim.Options{Programs: sim.DefaultPrograms(),
+			c := newCluster(b, sim.Options{Programs: programs.Default(),
 				Engine: sim.EngineKnobs{TTFT: time.Millisecond, ITL: 100 * time.Microsecond, OutputTokens: 4}})
 			d := deployReady(b, c, md("tput", router, engineOf(router), 2))
 			base, err := d.OpenAIBaseURL(context.Background())

@@ -5,88 +5,46 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
-	"slices"
+	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/clusters/sim/controller"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/metrics"
 )
 
-// deployment is one ModelDeployment and its controller.
+// deployment is the view of one ModelDeployment that the specs get: it
+// reads the stored object and the kubelet's Pods, and hands writes (Update,
+// Delete) to the controller after admission, as a client of the API server
+// would. It holds no state of its own.
 type deployment struct {
-	c *Cluster
-	// name and namespace never change; they are kept outside obj so reading
-	// them needs no lock.
+	// name and namespace never change.
 	name, namespace string
-
-	mu         sync.Mutex
-	obj        *api.ModelDeployment // spec (defaulted) and the last status
-	deleting   bool
-	events     []kubelet.Event
-	views      []operator.RouterView
-	observedAt time.Time
-	podsSeen   string
-	converged  bool
-
-	trigger chan struct{}
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the controller has returned
+	ctrl            *controller.Controller
+	kube            *kubelet.Kubelet
+	http            *http.Client
+	get             func(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error)
+	// admit is the API server's admission of an update (webhook, defaults,
+	// and what the sim can run).
+	admit func(old, next *api.ModelDeployment) error
 }
 
 var _ clusters.Deployment = (*deployment)(nil)
-
-func newDeployment(c *Cluster, md *api.ModelDeployment) *deployment {
-	d := &deployment{c: c, name: md.Metadata.Name, namespace: md.Metadata.Namespace, obj: md,
-		trigger: make(chan struct{}, 1), done: make(chan struct{})}
-	d.normal("Admitted", fmt.Sprintf("ModelDeployment %s admitted (router %s)", d.key(), routerName(md)))
-	return d
-}
-
-func routerName(md *api.ModelDeployment) string {
-	if md.Spec.Router == nil {
-		return "none"
-	}
-	return md.Spec.Router.Name
-}
 
 func (d *deployment) key() string { return d.namespace + "/" + d.name }
 
 func (d *deployment) Name() string      { return d.name }
 func (d *deployment) Namespace() string { return d.namespace }
 
-// record keeps a kubelet event about one of this deployment's Pods.
-func (d *deployment) record(e kubelet.Event) {
-	d.mu.Lock()
-	d.events = append(d.events, e)
-	d.mu.Unlock()
-}
-
-func (d *deployment) normal(reason, msg string) { d.own("Normal", reason, msg) }
-func (d *deployment) warn(reason, msg string)   { d.own("Warning", reason, msg) }
-
-func (d *deployment) own(typ, reason, msg string) {
-	d.record(kubelet.Event{Time: time.Now(), Namespace: d.namespace, Pod: "", Type: typ,
-		Reason: reason, Message: msg})
-}
-
+// notFound is the API server's answer for a deleted object (the same text),
+// wrapping clusters.ErrNotFound so a wait stops on it.
 func (d *deployment) notFound() error {
-	return fmt.Errorf("modeldeployments.%s %q not found in namespace %q", api.Group, d.name, d.namespace)
-}
-
-func (d *deployment) gone() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
+	return fmt.Errorf("modeldeployments.%s %q %w in namespace %q", api.Group, d.name, clusters.ErrNotFound, d.namespace)
 }
 
 // Object returns a copy of the live object with its status.
@@ -94,62 +52,45 @@ func (d *deployment) Object(ctx context.Context) (*api.ModelDeployment, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if d.gone() {
+	if d.ctrl.Gone() {
 		return nil, d.notFound()
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return operator.DeepCopy(d.obj), nil
+	return d.ctrl.Object(), nil
 }
 
-// WaitReady polls status until api.ReadinessGaps finds nothing missing. It
-// stops early, as the kube target does, when a router Pod keeps exiting with
-// clap's code 2: waiting cannot fix a refused argument.
+// WaitReady waits through clusters.WaitReady, as the kube target does, with
+// the sim's hint: every router Pod of the current template refuses its
+// arguments. poll <= 0 is 50 ms.
 func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	last := "no status observed yet"
-	for {
-		obj, err := d.Object(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s not ready: %s: %w", d.key(), last, err)
-			}
-			return err
-		}
-		gaps := api.ReadinessGaps(obj)
-		if len(gaps) == 0 {
-			return nil
-		}
-		last = strings.Join(gaps, "; ")
-		if refused := allRefuseArgs(d.currentRouterPods(obj)); refused != "" {
-			return fmt.Errorf("%s cannot become Ready: router Pod %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments; its previous log has the error); still missing: %s", d.key(), refused, last)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %s: %w", d.key(), last, ctx.Err())
-		case <-t.C:
-		}
-	}
+	return clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.namespace, Name: d.name, Get: d.Object,
+		Stuck: d.stuck, Poll: poll})
 }
 
-// allRefuseArgs names a router Pod when every Pod of the current router
-// template refuses its arguments. Pods of an older template do not count:
-// right after an edit that fixes the arguments the old Pod still crashes
-// while the new one is being created, and waiting resolves that.
-func allRefuseArgs(pods []clusters.RouterPod) string {
+// stuck names a router that will never start as configured: every router
+// Pod of the current template (the ReplicaSet's pod-template-hash) is
+// crash-looping after exiting with clap's code 2 for an argument it refused
+// (docs/routers.md#clap-errors). Pods of an older template do not count: right after an
+// edit that fixes the arguments the old Pod still crashes while the new one
+// is being created, and waiting resolves that.
+func (d *deployment) stuck(_ context.Context, md *api.ModelDeployment) string {
+	pods := d.currentRouterPods(md)
 	if len(pods) == 0 {
 		return ""
 	}
 	for _, p := range pods {
-		if !p.RefusedArgs() {
+		if !refusedArgs(p) {
 			return ""
 		}
 	}
-	return pods[0].Name
+	return fmt.Sprintf("router Pod %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments; its previous log has the error)", pods[0].Name)
+}
+
+// refusedArgs: crash-looping, and the last run exited with clap's code 2.
+func refusedArgs(p clusters.RouterPod) bool {
+	return p.Waiting == kubelet.ReasonCrashLoopBackOff && p.LastExitCode != nil && *p.LastExitCode == 2
 }
 
 // currentRouterPods are the live router Pods of obj's current template (the
@@ -174,7 +115,7 @@ func (d *deployment) currentRouterPods(obj *api.ModelDeployment) []clusters.Rout
 // routerPods returns the live (not deleting) router Pods, sorted by name.
 func (d *deployment) routerPods() []kubelet.PodStatus {
 	var out []kubelet.PodStatus
-	for _, p := range d.c.kube.ListStatus(d.Namespace(), map[string]string{api.LabelInstance: d.Name()}) {
+	for _, p := range d.kube.ListStatus(d.Namespace(), map[string]string{api.LabelInstance: d.Name()}) {
 		if _, ok := p.Labels[api.LabelRouter]; ok && !p.Deleting() {
 			out = append(out, p)
 		}
@@ -197,7 +138,7 @@ func (d *deployment) OpenAIBaseURL(ctx context.Context) (string, error) {
 		}
 		for _, r := range rs {
 			if r.Role == obj.Spec.Roles[0].Name {
-				if p, ok := d.c.kube.Get(d.Namespace(), r.Name); ok && p.Ready {
+				if p, ok := d.kube.Get(d.Namespace(), r.Name); ok && p.Ready {
 					return r.URL() + "/v1", nil
 				}
 			}
@@ -222,12 +163,10 @@ func (d *deployment) RouterLogs(ctx context.Context, opts clusters.LogOptions) (
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	d.mu.Lock()
 	ctr := opts.Container
 	if ctr == "" {
-		ctr = routerContainer(d.obj)
+		ctr = operator.RouterContainer(d.ctrl.Object())
 	}
-	d.mu.Unlock()
 	pods := d.routerPods()
 	if len(pods) == 0 {
 		return "", fmt.Errorf("%s has no router Pod", d.key())
@@ -235,7 +174,7 @@ func (d *deployment) RouterLogs(ctx context.Context, opts clusters.LogOptions) (
 	var b strings.Builder
 	var errs []error
 	for _, p := range pods {
-		text, err := d.c.kube.Logs(p.Namespace, p.Name, ctr, opts.Previous, opts.Since)
+		text, err := d.kube.Logs(p.Namespace, p.Name, ctr, opts.Previous, opts.Since)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -266,7 +205,7 @@ func (d *deployment) RouterState(ctx context.Context) ([]clusters.RouterPod, err
 
 func routerPod(obj *api.ModelDeployment, p kubelet.PodStatus) clusters.RouterPod {
 	rp := clusters.RouterPod{Name: p.Name, UID: p.UID, IP: p.IP, Ready: p.Ready}
-	if cs, ok := p.Container(routerContainer(obj)); ok {
+	if cs, ok := p.Container(operator.RouterContainer(obj)); ok {
 		rp.Restarts, rp.Waiting = cs.RestartCount, cs.Waiting
 		if cs.LastTermination != nil {
 			code := cs.LastTermination.ExitCode
@@ -298,7 +237,7 @@ func (d *deployment) RouterMetrics(ctx context.Context) (metrics.Snapshot, error
 // target does through the Pod proxy; source names the Pod in merged snapshots.
 func (d *deployment) scrape(ctx context.Context, source, ip string, port int) (metrics.Snapshot, error) {
 	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(port)) + "/metrics"
-	s, err := metrics.Scrape(ctx, url, metrics.WithHTTPClient(d.c.http), metrics.WithSource(source))
+	s, err := metrics.Scrape(ctx, url, metrics.WithHTTPClient(d.http), metrics.WithSource(source))
 	if err != nil {
 		return metrics.Snapshot{}, fmt.Errorf("scrape pod %s: %w", source, err)
 	}
@@ -316,7 +255,7 @@ func (d *deployment) Replicas(ctx context.Context) ([]clusters.Replica, error) {
 		kinds[r.Name] = r.RoleKind()
 	}
 	var out []clusters.Replica
-	for _, p := range d.c.kube.ListStatus(d.Namespace(), map[string]string{
+	for _, p := range d.kube.ListStatus(d.Namespace(), map[string]string{
 		api.LabelName: api.NameValue, api.LabelInstance: d.Name(), api.LabelMember: "0"}) {
 		role, ok := p.Labels[api.LabelComponent]
 		if !ok || p.Deleting() {
@@ -346,87 +285,55 @@ func (d *deployment) EngineMetrics(ctx context.Context, r clusters.Replica) (met
 
 // Update applies mutate to a copy of the live object and submits it through
 // admission. Editing spec.router.extraArgs replaces the router Pod; editing
-// roles[].replicas scales the role.
+// roles[].replicas scales the role. A concurrent update in between is
+// retried with mutate applied to the newer object, as a client retries on
+// conflict.
 func (d *deployment) Update(ctx context.Context, mutate func(*api.ModelDeployment)) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.ctrl.Gone() {
+			return d.notFound()
+		}
+		old := d.ctrl.Object()
+		next := operator.DeepCopy(old)
+		mutate(next)
+		if next.Metadata.Name != old.Metadata.Name || next.Metadata.Namespace != old.Metadata.Namespace ||
+			next.Metadata.UID != old.Metadata.UID {
+			return &clusters.AdmissionError{Field: "metadata", Message: "name, namespace and uid are immutable"}
+		}
+		next.Metadata.ResourceVersion = old.Metadata.ResourceVersion
+		if err := d.admit(old, next); err != nil {
+			return err
+		}
+		if err := d.ctrl.Apply(next); !errors.Is(err, controller.ErrConflict) {
+			return err
+		}
 	}
-	if d.gone() {
-		return d.notFound()
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.deleting {
-		return fmt.Errorf("%s is being deleted", d.key())
-	}
-	old := operator.DeepCopy(d.obj)
-	next := operator.DeepCopy(d.obj)
-	mutate(next)
-	if next.Metadata.Name != old.Metadata.Name || next.Metadata.Namespace != old.Metadata.Namespace ||
-		next.Metadata.UID != old.Metadata.UID {
-		return &clusters.AdmissionError{Field: "metadata", Message: "name, namespace and uid are immutable"}
-	}
-	if err := operator.Admit(old, next); err != nil {
-		return err
-	}
-	operator.Default(next)
-	if err := d.c.runnable(next); err != nil {
-		return err
-	}
-	next.Status = old.Status
-	if !reflect.DeepEqual(next.Spec, old.Spec) {
-		next.Metadata.Generation = old.Metadata.Generation + 1
-		d.converged = false
-	}
-	rv, _ := strconv.Atoi(old.Metadata.ResourceVersion)
-	next.Metadata.ResourceVersion = strconv.Itoa(rv + 1)
-	d.obj = next
-	d.events = append(d.events, kubelet.Event{Time: time.Now(), Namespace: next.Metadata.Namespace,
-		Type: "Normal", Reason: "Updated", Message: fmt.Sprintf("spec updated to generation %d",
-			next.Metadata.Generation)})
-	d.poke()
-	return nil
 }
 
-// beginDelete marks the deployment for deletion; the controller then
-// deletes its Pods and finishes once they are gone.
-func (d *deployment) beginDelete() {
-	d.mu.Lock()
-	first := !d.deleting
-	d.deleting = true
-	d.mu.Unlock()
-	if first {
-		d.normal("Deleting", "ModelDeployment deletion requested")
-	}
-	d.poke()
+// Delete removes the deployment and waits until its Pods are gone.
+func (d *deployment) Delete(ctx context.Context) error {
+	d.ctrl.Delete()
+	return d.waitGone(ctx)
 }
 
 func (d *deployment) waitGone(ctx context.Context) error {
 	select {
-	case <-d.done:
+	case <-d.ctrl.Done():
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("%s still deleting: %w", d.key(), ctx.Err())
 	}
 }
 
-// Delete removes the deployment and waits until its Pods are gone.
-func (d *deployment) Delete(ctx context.Context) error {
-	d.beginDelete()
-	return d.waitGone(ctx)
-}
-
 // Events returns what happened to the deployment and its Pods, in order.
-func (d *deployment) Events() []kubelet.Event {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := slices.Clone(d.events)
-	slices.SortStableFunc(out, func(a, b kubelet.Event) int { return a.Time.Compare(b.Time) })
-	return out
-}
+func (d *deployment) Events() []kubelet.Event { return d.ctrl.Events() }
 
-// Cost is not counted yet on the sim (being implemented with the readiness
-// rework); it says so instead of reporting zeros.
+// Cost counts the engine Pods the deployment started and those that became
+// Ready; after Delete it is final. AcceleratorSeconds stays 0: the sim's
+// Pods hold no accelerators.
 func (d *deployment) Cost(context.Context) (clusters.Cost, error) {
-	return clusters.Cost{}, errors.New("sim: GPU-cost accounting is not implemented yet")
+	return d.ctrl.Cost(), nil
 }

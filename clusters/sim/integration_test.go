@@ -11,6 +11,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 func engineOf(router string) string {
@@ -23,7 +24,7 @@ func engineOf(router string) string {
 func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		t.Run(router, func(t *testing.T) {
-			c := newCluster(t, sim.Options{Programs: sim.DefaultPrograms()})
+			c := newCluster(t, sim.Options{Programs: programs.Default()})
 			d := deployReady(t, c, md("real", router, engineOf(router), 2))
 			ctx := ctxT(t, 20*time.Second)
 			logs, err := d.RouterLogs(ctx, clusters.LogOptions{})
@@ -71,7 +72,7 @@ func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
 func TestRealPrefillDecodePair(t *testing.T) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		t.Run(router, func(t *testing.T) {
-			c := newCluster(t, sim.Options{Programs: sim.DefaultPrograms()})
+			c := newCluster(t, sim.Options{Programs: programs.Default()})
 			m := md("pd", router, engineOf(router), 1)
 			m.Spec.Roles = []api.Role{
 				{Name: "prefill", Kind: api.RoleKindPrefill, InstanceType: "sim-gpu"},

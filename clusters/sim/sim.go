@@ -1,9 +1,13 @@
 // Package sim is the embedded target: clusters.Cluster and
-// clusters.Deployment implemented in-process. The operator's admission,
-// rendering and status (package operator) drive a simulated kubelet (package
-// kubelet) whose Pods run the router and engine emulators as proc.Main
-// programs, each on its own loopback IP with the real ports (engines 8000,
-// routers 8081 and 9090).
+// clusters.Deployment implemented in-process. This package plays the API
+// server (admission on create and update, the stored objects) and gives the
+// specs a read-only view of each deployment; package controller runs the
+// operator's reconcile loop, with the pure functions of package operator
+// (admission, rendering, status), on a simulated kubelet (package kubelet)
+// whose Pods run the router and engine emulators (package programs) as
+// proc.Main programs, each on its own loopback IP with the real ports
+// (engines 8000, routers 8081 and 9090). Imports run one way: sim ->
+// controller -> programs, kubelet, operator.
 //
 // The sim is faithful, not convenient: argv, labels, selectors, phases and
 // conditions are the operator's; a router edit replaces the router Pod; a
@@ -24,9 +28,11 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/controller"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // Versions the sim reports for the simulated programs.
@@ -51,16 +57,16 @@ type EngineKnobs struct {
 func (k EngineKnobs) env() map[string]string {
 	out := map[string]string{}
 	if k.TTFT > 0 {
-		out[server.EnvTTFT] = k.TTFT.String()
+		out[engine.EnvTTFT] = k.TTFT.String()
 	}
 	if k.ITL > 0 {
-		out[server.EnvITL] = k.ITL.String()
+		out[engine.EnvITL] = k.ITL.String()
 	}
 	if k.OutputTokens > 0 {
-		out[server.EnvOutputTokens] = fmt.Sprint(k.OutputTokens)
+		out[engine.EnvOutputTokens] = fmt.Sprint(k.OutputTokens)
 	}
 	if k.StartupDelay > 0 {
-		out[server.EnvStartupDelay] = k.StartupDelay.String()
+		out[engine.EnvStartupDelay] = k.StartupDelay.String()
 	}
 	return out
 }
@@ -71,8 +77,8 @@ type Options struct {
 	// (default "sim-" and five random characters per deployment).
 	Namespace func() string
 	// Programs overrides the registered emulators field by field
-	// (default DefaultPrograms()).
-	Programs Programs
+	// (default programs.Default()).
+	Programs programs.Registry
 	// Engine sets the engines' latency knobs for every deployment.
 	Engine EngineKnobs
 	// EngineVersions is what Describe reports per engine when a spec names
@@ -100,7 +106,7 @@ func (o Options) withDefaults() Options {
 	if o.Namespace == nil {
 		o.Namespace = func() string { return kubelet.GenerateName("sim-") }
 	}
-	o.Programs = o.Programs.merge(DefaultPrograms())
+	o.Programs = o.Programs.Merge(programs.Default())
 	if o.EngineVersions == nil {
 		o.EngineVersions = map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}
 	}
@@ -128,7 +134,6 @@ type Cluster struct {
 	mu          sync.Mutex
 	closed      bool
 	deployments map[string]*deployment // namespace/name
-	podOwner    map[string]*deployment // namespace/pod
 }
 
 var _ clusters.Cluster = (*Cluster)(nil)
@@ -139,19 +144,25 @@ func New(opts Options) *Cluster {
 	c := &Cluster{
 		opts:        opts,
 		deployments: map[string]*deployment{},
-		podOwner:    map[string]*deployment{},
 	}
 	kopts := opts.Kubelet
-	userSink := kopts.EventSink
+	userEvents, userStatus := kopts.EventSink, kopts.StatusSink
 	kopts.EventSink = func(e kubelet.Event) {
-		c.mu.Lock()
-		d := c.podOwner[e.Namespace+"/"+e.Pod]
-		c.mu.Unlock()
-		if d != nil {
-			d.record(e)
+		if p, ok := c.kube.Get(e.Namespace, e.Pod); ok {
+			if d := c.owner(p); d != nil {
+				d.ctrl.Record(e)
+			}
 		}
-		if userSink != nil {
-			userSink(e)
+		if userEvents != nil {
+			userEvents(e)
+		}
+	}
+	kopts.StatusSink = func(u kubelet.PodUpdate) {
+		if d := c.owner(u.Pod); d != nil {
+			d.ctrl.PodChanged(u)
+		}
+		if userStatus != nil {
+			userStatus(u)
 		}
 	}
 	c.kube = kubelet.New(kopts)
@@ -218,8 +229,8 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 	for _, router := range api.Routers {
 		for _, engine := range api.Engines {
 			pair := clusters.Pair{Router: router, Engine: engine}
-			rm, rbin := p.router(router)
-			em, ebin := p.engine(engine)
+			rm, rbin := p.Router(router)
+			em, ebin := p.Engine(engine)
 			switch {
 			case !slices.Contains(operator.RouterEngines[router], engine):
 				pair.Reason = operator.RouterEngineMismatch(router, engine)
@@ -283,6 +294,11 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 	if c.closed {
 		return nil, errors.New("deploy: the sim cluster is closed")
 	}
+	for k, d := range c.deployments {
+		if d.ctrl.Gone() {
+			delete(c.deployments, k)
+		}
+	}
 	if _, exists := c.deployments[key]; exists {
 		return nil, fmt.Errorf("modeldeployments.%s %q already exists in namespace %q", api.Group,
 			md.Metadata.Name, md.Metadata.Namespace)
@@ -292,10 +308,41 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 	md.Metadata.Generation = 1
 	md.Metadata.ResourceVersion = "1"
 	md.Metadata.CreationTimestamp = now.UTC().Format(time.RFC3339)
-	d := newDeployment(c, md)
+	d := &deployment{name: md.Metadata.Name, namespace: md.Metadata.Namespace, kube: c.kube, http: c.http,
+		get: c.get, admit: c.admitUpdate, ctrl: controller.New(c.controllerConfig(), md)}
 	c.deployments[key] = d
-	d.start()
+	d.ctrl.Start()
 	return d, nil
+}
+
+func (c *Cluster) controllerConfig() controller.Config {
+	return controller.Config{
+		Kubelet: c.kube, Programs: c.opts.Programs, EngineEnv: c.opts.Engine.env(),
+		ProbePeriod: c.opts.ProbePeriod, ResyncPeriod: c.opts.ResyncPeriod, PreStopDelay: c.opts.PreStopDelay,
+		ServingValidity: c.opts.ServingValidity, Get: c.get,
+	}
+}
+
+// admitUpdate is the API server's admission of an update: the webhook, its
+// defaults, and what the sim can run.
+func (c *Cluster) admitUpdate(old, next *api.ModelDeployment) error {
+	if err := operator.Admit(old, next); err != nil {
+		return err
+	}
+	operator.Default(next)
+	return c.runnable(next)
+}
+
+// owner is the live deployment a Pod belongs to, by its namespace and
+// instance label (nil for none).
+func (c *Cluster) owner(p kubelet.PodStatus) *deployment {
+	name, ok := p.Labels[api.LabelInstance]
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deployments[p.Namespace+"/"+name]
 }
 
 // runnable refuses what the sim cannot run, after admission has passed.
@@ -304,11 +351,11 @@ func (c *Cluster) runnable(md *api.ModelDeployment) error {
 		if md.Spec.Router.Name == api.RouterLLMD {
 			return ErrLLMDUnsupported
 		}
-		if m, bin := c.opts.Programs.router(md.Spec.Router.Name); m == nil {
+		if m, bin := c.opts.Programs.Router(md.Spec.Router.Name); m == nil {
 			return fmt.Errorf("sim target: no %s program is registered; set sim.Options.Programs", bin)
 		}
 	}
-	if m, prog := c.opts.Programs.engine(md.Spec.Engine.Name); m == nil {
+	if m, prog := c.opts.Programs.Engine(md.Spec.Engine.Name); m == nil {
 		return fmt.Errorf("sim target: no %q program is registered; set sim.Options.Programs", prog)
 	}
 	return nil
@@ -322,7 +369,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 	c.mu.Unlock()
 	var errs []error
 	for _, d := range ds {
-		d.beginDelete()
+		d.ctrl.Delete()
 	}
 	for _, d := range ds {
 		if err := d.waitGone(ctx); err != nil {
@@ -334,21 +381,4 @@ func (c *Cluster) Close(ctx context.Context) error {
 	}
 	c.http.CloseIdleConnections()
 	return errors.Join(errs...)
-}
-
-func (c *Cluster) forget(d *deployment) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.deployments, d.key())
-	for k, owner := range c.podOwner {
-		if owner == d {
-			delete(c.podOwner, k)
-		}
-	}
-}
-
-func (c *Cluster) own(namespace, pod string, d *deployment) {
-	c.mu.Lock()
-	c.podOwner[namespace+"/"+pod] = d
-	c.mu.Unlock()
 }

@@ -20,13 +20,14 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 	"github.com/gpustack/routing-conformance/metrics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var fakePrograms = sim.Programs{
+var fakePrograms = programs.Registry{
 	VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine, SGLang: simtest.Engine,
 }
 
@@ -125,10 +126,10 @@ func TestDescribeReportsPairs(t *testing.T) {
 		t.Errorf("environment: %+v", env)
 	}
 
-	bare := sim.New(sim.Options{Programs: sim.Programs{VLLM: simtest.Engine}})
+	bare := sim.New(sim.Options{Programs: programs.Registry{VLLM: simtest.Engine}})
 	defer bare.Close(context.Background())
 	env, _ = bare.Describe(context.Background())
-	if ok, why := env.Supports(api.RouterSGLang, api.EngineSGLang); ok && sim.DefaultPrograms().SGLangGateway == nil ||
+	if ok, why := env.Supports(api.RouterSGLang, api.EngineSGLang); ok && programs.Default().SGLangGateway == nil ||
 		(!ok && !strings.Contains(why, "is registered")) {
 		t.Errorf("a pair whose program is missing: %t %q", ok, why)
 	}
@@ -268,6 +269,31 @@ func TestRouterCrashShowsRouterReadyFalseAndRestarts(t *testing.T) {
 	err = d.WaitReady(wctx, 10*time.Millisecond)
 	if err == nil || wctx.Err() != nil || !strings.Contains(err.Error(), "last exit code 2") || !strings.Contains(err.Error(), "RouterReady=False") {
 		t.Fatalf("WaitReady names the refused arguments and what is missing, before its deadline: %v", err)
+	}
+}
+
+// Right after an edit that fixes the arguments, the old router Pod still
+// crash-loops with exit 2 beside (or before) the new one: a rollout in
+// progress, which WaitReady waits out instead of giving up.
+func TestWaitReadyWaitsOutTheOldTemplatesRefusingRouter(t *testing.T) {
+	c := newCluster(t, sim.Options{})
+	ctx := ctxT(t, 20*time.Second)
+	d, err := c.Deploy(ctx, md("fix", api.RouterVLLM, api.EngineVLLM, 1, "--policy", "roundrobin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a router refusing its arguments", func() (bool, string) {
+		ps, _ := d.RouterState(ctx)
+		return len(ps) == 1 && ps[0].Waiting == "CrashLoopBackOff" && ps[0].LastExitCode != nil &&
+			*ps[0].LastExitCode == 2, fmt.Sprint(ps)
+	})
+	if err := d.Update(ctx, func(m *api.ModelDeployment) {
+		m.Spec.Router.ExtraArgs = []string{"--policy", "round_robin"}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitReady(ctx, 10*time.Millisecond); err != nil {
+		t.Fatalf("WaitReady after the fix: %v", err)
 	}
 }
 

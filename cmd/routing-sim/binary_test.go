@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // TestBinaryServesUntilSIGINT builds routing-sim with the registered
@@ -22,7 +22,7 @@ func TestBinaryServesUntilSIGINT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	if p := sim.DefaultPrograms(); p.VLLMRouter == nil || p.VLLM == nil {
+	if p := programs.Default(); p.VLLMRouter == nil || p.VLLM == nil {
 		t.Skip("the vllm-router and vLLM emulators are not registered")
 	}
 	goTool, err := exec.LookPath("go")

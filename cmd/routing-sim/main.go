@@ -30,6 +30,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // Exit codes.
@@ -42,7 +43,7 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, sim.DefaultPrograms()))
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, programs.Default()))
 }
 
 // lockedWriter serialises writes from the many goroutines that log.
@@ -58,7 +59,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 // run is the whole command; ctx ending is the interrupt.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, programs sim.Programs) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, progs programs.Registry) int {
 	var mu sync.Mutex
 	stdout, stderr = lockedWriter{&mu, stdout}, lockedWriter{&mu, stderr}
 
@@ -122,7 +123,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	cluster := sim.New(sim.Options{
-		Programs: programs,
+		Programs: progs,
 		Engine:   sim.EngineKnobs{TTFT: *ttft, ITL: *itl, OutputTokens: *tokens, StartupDelay: *startup},
 		Kubelet: kubelet.Options{LogSink: func(l kubelet.LogLine) {
 			if l.Container != api.ContainerRouter && l.Container != api.ContainerEPP {

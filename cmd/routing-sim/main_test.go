@@ -13,13 +13,14 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var fakePrograms = sim.Programs{VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine,
+var fakePrograms = programs.Registry{VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine,
 	SGLang: simtest.Engine}
 
 const goodYAML = `apiVersion: worker.gpustack.ai/v1
@@ -44,8 +45,8 @@ func writeFile(t *testing.T, body string) string {
 	return p
 }
 
-func runCLI(ctx context.Context, args ...string) (int, *simtest.Buffer, *simtest.Buffer) {
-	var out, errb simtest.Buffer
+func runCLI(ctx context.Context, args ...string) (int, *proc.Buffer, *proc.Buffer) {
+	var out, errb proc.Buffer
 	code := run(ctx, args, strings.NewReader(""), &out, &errb, fakePrograms)
 	return code, &out, &errb
 }
@@ -107,7 +108,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 func TestGoodRunServesUntilInterrupt(t *testing.T) {
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
-	var out, errb simtest.Buffer
+	var out, errb proc.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"-f", "-", "--timeout", "20s"}, strings.NewReader(goodYAML), &out, &errb,

@@ -7,7 +7,8 @@
 //     0.0.0.0 --port 8000` (argv after "python3 -m sglang.launch_server"),
 //     SGLang 0.5.x behaviour.
 //
-// Shared pieces, one job each: argparse (Python argparse semantics and
+// Shared pieces, one job each, under internal/ (the engines' helpers, not
+// part of the sim's API): argparse (Python argparse semantics and
 // error texts), tokenize (the tokenizer stand-in, ChatML template, token-id
 // buffers), prefixcache (vLLM block cache, SGLang radix tree), sched
 // (continuous batching admission in KV blocks/pages, and pacing), openai

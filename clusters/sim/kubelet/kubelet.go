@@ -67,6 +67,22 @@ type Options struct {
 	LogSink func(LogLine)
 	// EventSink, if set, receives every event the kubelet records.
 	EventSink func(Event)
+	// StatusSink, if set, receives a Pod's status after every change the
+	// kubelet makes to it (created, a container started or stopped,
+	// readiness, deletion requested, removed), one call at a time and in
+	// order, as a watch on the API server delivers them. It must not call
+	// the kubelet.
+	StatusSink func(PodUpdate)
+}
+
+// PodUpdate is one change of a Pod, for Options.StatusSink.
+type PodUpdate struct {
+	// Pod is the status right after the change.
+	Pod PodStatus
+	// Removed: the Pod no longer exists (a watch's DELETED).
+	Removed bool
+	// At is when the change was made.
+	At time.Time
 }
 
 // Event is a Kubernetes event about a Pod.
@@ -88,6 +104,9 @@ type Kubelet struct {
 	pods     map[string]*pod
 	stopping bool
 	wg       sync.WaitGroup
+
+	// smu orders StatusSink calls.
+	smu sync.Mutex
 
 	wmu      sync.Mutex
 	watchers map[int]chan struct{}
@@ -299,7 +318,7 @@ func (k *Kubelet) Create(spec PodSpec) (PodStatus, error) {
 	k.mu.Unlock()
 
 	k.event(p, "Normal", "Scheduled", "Successfully assigned "+key+" to sim-node")
-	k.notify()
+	k.changed(p)
 	return st, nil
 }
 
@@ -322,7 +341,7 @@ func (k *Kubelet) Delete(namespace, name string) bool {
 	stopping := k.stopping
 	k.wg.Add(1)
 	k.mu.Unlock()
-	k.notify()
+	k.changed(p)
 	go k.terminate(p, stopping)
 	return true
 }
@@ -342,11 +361,12 @@ func (k *Kubelet) terminate(p *pod, fast bool) {
 	k.mu.Lock()
 	delete(k.pods, p.spec.Namespace+"/"+p.spec.Name)
 	p.phase = PhaseSucceeded
+	p.removed = true
 	k.mu.Unlock()
 	podIPs.release(p.ip)
 	podIPs.release(p.privateIP)
 	close(p.gone)
-	k.notify()
+	k.changed(p)
 }
 
 // WaitGone blocks until the Pod no longer exists or ctx ends.
@@ -425,6 +445,20 @@ func (w watcher) Watch() (<-chan struct{}, func()) {
 			w.k.wmu.Unlock()
 		})
 	}
+}
+
+// changed reports a change of p: its status to the StatusSink, then a tick
+// to every watcher.
+func (k *Kubelet) changed(p *pod) {
+	if k.opts.StatusSink != nil {
+		k.smu.Lock()
+		k.mu.Lock()
+		u := PodUpdate{Pod: p.statusLocked(), Removed: p.removed, At: time.Now()}
+		k.mu.Unlock()
+		k.opts.StatusSink(u)
+		k.smu.Unlock()
+	}
+	k.notify()
 }
 
 // notify wakes every watcher; a full channel already has a pending tick.

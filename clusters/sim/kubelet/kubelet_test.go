@@ -483,3 +483,55 @@ func TestDescribe(t *testing.T) {
 		t.Error("describe of a missing Pod")
 	}
 }
+
+// The status sink sees a Pod's life as a watch would: created not Ready,
+// Ready after its probes, deleting, then removed, in that order and with
+// the Pod's identity on every update.
+func TestStatusSinkDeliversEveryChangeInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var seen []PodUpdate
+	k := newKubelet(t, Options{StatusSink: func(u PodUpdate) { mu.Lock(); seen = append(seen, u); mu.Unlock() }})
+	st, err := k.Create(engineSpec("e", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "ready", func() bool { s, _ := k.Get("ns", "e"); return s.Ready })
+	k.Delete("ns", "e")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := k.WaitGone(ctx, "ns", "e"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "the removal update", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0 && seen[len(seen)-1].Removed
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	// Reduce the updates to the stages they show, dropping repeats.
+	var stages []string
+	for i, u := range seen {
+		if u.Pod.UID != st.UID || u.Pod.Labels["app"] != "t" {
+			t.Fatalf("update %d is about another Pod: %+v", i, u.Pod)
+		}
+		if i > 0 && u.At.Before(seen[i-1].At) {
+			t.Fatalf("update %d is older than update %d", i, i-1)
+		}
+		stage := "created"
+		switch {
+		case u.Removed:
+			stage = "removed"
+		case u.Pod.Deleting():
+			stage = "deleting"
+		case u.Pod.Ready:
+			stage = "ready"
+		}
+		if len(stages) == 0 || stages[len(stages)-1] != stage {
+			stages = append(stages, stage)
+		}
+	}
+	if got := strings.Join(stages, ","); got != "created,ready,deleting,removed" {
+		t.Fatalf("stages %s (from %d updates), want created,ready,deleting,removed", got, len(seen))
+	}
+}

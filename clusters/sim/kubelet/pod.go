@@ -20,6 +20,7 @@ type pod struct {
 	created      time.Time
 	phase        string
 	deletionTime *time.Time
+	removed      bool // no longer in Kubelet.pods
 	containers   []*container
 	events       []Event
 
@@ -105,7 +106,7 @@ func (k *Kubelet) supervise(p *pod, c *container) {
 			c.terminated = term
 			c.waiting = ""
 			k.mu.Unlock()
-			k.notify()
+			k.changed(p)
 			return
 		}
 		c.lastTerm = term
@@ -113,7 +114,7 @@ func (k *Kubelet) supervise(p *pod, c *container) {
 		c.restarts++
 		c.waiting = ReasonCrashLoopBackOff
 		k.mu.Unlock()
-		k.notify()
+		k.changed(p)
 
 		if finished.Sub(started) >= k.opts.BackoffReset {
 			backoff = k.opts.BackoffInitial
@@ -170,7 +171,7 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time) (int32, s
 		p.phase = PhaseRunning
 	}
 	k.mu.Unlock()
-	k.notify()
+	k.changed(p)
 	k.event(p, "Normal", "Started", "Started container "+c.spec.Name)
 
 	probesDone := make(chan struct{})
@@ -289,10 +290,10 @@ func (k *Kubelet) probeLoop(ctx context.Context, p *pod, c *container, kill func
 		k.mu.Lock()
 		c.started = true
 		k.mu.Unlock()
-		k.notify()
+		k.changed(p)
 	}
 	if spec.ReadinessProbe == nil {
-		k.setReady(c, true)
+		k.setReady(p, c, true)
 	}
 	if spec.ReadinessProbe == nil && spec.LivenessProbe == nil {
 		return
@@ -308,11 +309,11 @@ func (k *Kubelet) probeLoop(ctx context.Context, p *pod, c *container, kill func
 		if rp := spec.ReadinessProbe; rp != nil {
 			if ok, _ := k.check(ctx, p, rp); ok {
 				readyFails = 0
-				k.setReady(c, true)
+				k.setReady(p, c, true)
 			} else if ctx.Err() == nil {
 				readyFails++
 				if readyFails >= threshold(rp) {
-					k.setReady(c, false)
+					k.setReady(p, c, false)
 				}
 			}
 		}
@@ -336,7 +337,7 @@ func (k *Kubelet) probeLoop(ctx context.Context, p *pod, c *container, kill func
 	}
 }
 
-func (k *Kubelet) setReady(c *container, ready bool) {
+func (k *Kubelet) setReady(p *pod, c *container, ready bool) {
 	k.mu.Lock()
 	changed := c.ready != ready && c.running
 	if c.running {
@@ -344,7 +345,7 @@ func (k *Kubelet) setReady(c *container, ready bool) {
 	}
 	k.mu.Unlock()
 	if changed {
-		k.notify()
+		k.changed(p)
 	}
 }
 

@@ -538,3 +538,12 @@ func hashStrings(m map[string]string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
+
+// RouterContainer names the container that runs md's router program:
+// "epp" for llm-d-router, "router" for the argv routers.
+func RouterContainer(md *api.ModelDeployment) string {
+	if md.Spec.Router != nil && md.Spec.Router.Name == api.RouterLLMD {
+		return api.ContainerEPP
+	}
+	return api.ContainerRouter
+}

@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 )
@@ -79,7 +79,7 @@ func Engine(ctx context.Context, c *proc.Container) int {
 		port = "8000"
 	}
 	var delay time.Duration
-	if v := c.Env[server.EnvStartupDelay]; v != "" {
+	if v := c.Env[engine.EnvStartupDelay]; v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			fmt.Fprintf(c.Stderr, "bad SIM_ENGINE_STARTUP_DELAY %q: %v\n", v, err)

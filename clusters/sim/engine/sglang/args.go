@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/argparse"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
+	ap "github.com/gpustack/routing-conformance/clusters/sim/engine/internal/argparse"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/pyrepr"
 )
 
 // Version is the SGLang release the program imitates.

@@ -12,11 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/promtext"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/tokenize"
 )
 
 // api is SGLang's HTTP server (http_server.py).

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/promtext"
 )
 
 // Default buckets of SGLang's TokenizerMetricsCollector and the scheduler's

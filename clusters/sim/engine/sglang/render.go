@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/pyrepr"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/tokenize"
 )
 
 type usage struct {

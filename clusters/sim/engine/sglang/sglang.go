@@ -23,8 +23,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/enginetest"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/enginetest"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/tokenize"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

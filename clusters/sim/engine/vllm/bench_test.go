@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/enginetest"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/enginetest"
 )
 
 // BenchmarkNonStreamingChat measures one engine's non-streaming chat

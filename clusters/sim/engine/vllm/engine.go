@@ -5,11 +5,11 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/prefixcache"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/sched"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/tokenize"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/prefixcache"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/sched"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/tokenize"
 )
 
 // engine is the simulated EngineCore: FCFS admission under --max-num-seqs

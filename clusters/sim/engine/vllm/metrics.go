@@ -7,9 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/promtext"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/sched"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/pyrepr"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/sched"
 )
 
 // Bucket layouts of vllm/v1/metrics/loggers.py (unchanged from 0.8 to the

@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/jsonw"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/openai"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/pyrepr"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/jsonw"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/openai"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/pyrepr"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
 )
 
 // usage is a response's token accounting.

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/server"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 )
 

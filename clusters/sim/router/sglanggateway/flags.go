@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/router/clap"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/clap"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
 
@@ -152,7 +152,7 @@ func newConfig(m *clap.Matches, prefill []cli.PrefillArg) *config {
 func (c *config) policyDebug(name string) string {
 	switch name {
 	case policy.PrefixHash:
-		return fmt.Sprintf("PrefixHash { prefix_token_count: %d, load_factor: %s }", c.Flags.Uint("prefix-token-count"), rustfmt.Float(c.Flags.Float("prefix-hash-load-factor"), 64))
+		return fmt.Sprintf("PrefixHash { prefix_token_count: %d, load_factor: %s }", c.Flags.Uint("prefix-token-count"), debug.Float(c.Flags.Float("prefix-hash-load-factor"), 64))
 	case policy.Manual:
 		return fmt.Sprintf("Manual { eviction_interval_secs: %d, max_idle_secs: %d }", c.Flags.Uint("eviction-interval"), c.Flags.Uint("max-idle-secs"))
 	}
@@ -163,11 +163,11 @@ func (c *config) policyDebug(name string) string {
 func (c *config) modeDebug() string {
 	switch {
 	case c.Backend == "openai":
-		return "OpenAI { worker_urls: " + rustfmt.StrVec(c.WorkerURLs) + " }"
+		return "OpenAI { worker_urls: " + debug.StrVec(c.WorkerURLs) + " }"
 	case c.PD:
-		return "PrefillDecode { prefill_urls: " + cli.PrefillDebug(c.Prefill) + ", decode_urls: " + rustfmt.StrVec(c.Decode) +
-			", prefill_policy: " + rustfmt.OptionWith(c.PrefillPolicy, c.policyDebug) + ", decode_policy: " + rustfmt.OptionWith(c.DecodePolicy, c.policyDebug) + " }"
+		return "PrefillDecode { prefill_urls: " + cli.PrefillDebug(c.Prefill) + ", decode_urls: " + debug.StrVec(c.Decode) +
+			", prefill_policy: " + debug.OptionWith(c.PrefillPolicy, c.policyDebug) + ", decode_policy: " + debug.OptionWith(c.DecodePolicy, c.policyDebug) + " }"
 	default:
-		return "Regular { worker_urls: " + rustfmt.StrVec(c.WorkerURLs) + " }"
+		return "Regular { worker_urls: " + debug.StrVec(c.WorkerURLs) + " }"
 	}
 }

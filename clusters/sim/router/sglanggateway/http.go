@@ -8,11 +8,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/observer"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/reqid"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routetext"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -46,10 +42,10 @@ func (rt *router) handler() http.Handler {
 	get("/get_server_info", rt.serverInfo)
 	get("/get_loads", rt.getLoads)
 	get("/workers", rt.listWorkers)
-	get(observer.Path, observer.Handler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
+	get(routerbase.ObserverPath, routerbase.ObserverHandler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
 
-	return reqid.Middleware(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(httpx.LimitBody(rt.cfg.MaxPayload, mux)))
+	return httpx.RequestID(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(httpx.LimitBody(rt.cfg.MaxPayload, mux)))
 }
 
 // httpMetrics is the HTTP layer's series: the request when it arrives, the
@@ -198,7 +194,7 @@ func (rt *router) modelInfo(w http.ResponseWriter, r *http.Request) {
 		smgError(http.StatusServiceUnavailable, "no_workers", "No workers are available").Write(w, false)
 		return
 	}
-	res := upstream.Send(r.Context(), rt.client, http.MethodGet, first.URL()+"/get_model_info", nil, forwardHeaders(r.Header), false, nil)
+	res := httpx.Send(r.Context(), rt.client, http.MethodGet, first.URL()+"/get_model_info", nil, forwardHeaders(r.Header), false, nil)
 	if res.Err != nil {
 		smgError(http.StatusInternalServerError, "call_upstream_request_error", res.Err.Error()).Write(w, false)
 		return
@@ -328,16 +324,16 @@ func (rt *router) selectRouter(model string) (pd bool, ok bool) {
 func routeText(route string, obj map[string]any) string {
 	switch route {
 	case "/v1/chat/completions":
-		return routetext.SGChat(obj)
+		return chatText(obj)
 	case "/v1/completions":
-		return routetext.SGPrompt(obj["prompt"])
+		return promptText(obj["prompt"])
 	case "/generate":
-		return routetext.SGGenerate(obj)
+		return generateText(obj)
 	case "/v1/rerank":
 		s, _ := obj["query"].(string)
 		return s
 	}
-	return routetext.SGPrompt(obj["input"])
+	return promptText(obj["input"])
 }
 
 func (rt *router) candidates(model string, role workers.Role) []*workers.Worker {
@@ -389,14 +385,14 @@ func (rt *router) routeRegular(w http.ResponseWriter, r *http.Request, route str
 	hdr := forwardHeaders(r.Header)
 	hdr.Set("Content-Type", "application/json")
 	txt := routeText(route, obj)
-	out := retry.Do(r.Context(), rt.retryCfg,
+	out := routerbase.Retry(r.Context(), rt.retryCfg,
 		func(uint32) httpx.Outcome {
 			o := rt.attempt(r, route, body, hdr, txt, model, stream)
 			rt.m.upstreamResp.WithLabelValues("http", strconv.Itoa(o.Status), errorCode(o)).Inc()
 			return o
 		},
 		func(o httpx.Outcome) bool {
-			if retry.Retryable(o.Status) {
+			if routerbase.Retryable(o.Status) {
 				// The dropped response releases its load guard.
 				if o.Done != nil {
 					o.Done()
@@ -412,10 +408,10 @@ func (rt *router) routeRegular(w http.ResponseWriter, r *http.Request, route str
 		func() { rt.m.retriesExhausted.WithLabelValues("regular", endpoint).Inc() })
 	if out.Status/100 == 2 {
 		rt.m.routerDuration.WithLabelValues("http", "regular", "http", model, endpoint).Observe(time.Since(start).Seconds())
-	} else if !retry.Retryable(out.Status) {
+	} else if !routerbase.Retryable(out.Status) {
 		rt.m.routerErrors.WithLabelValues("http", "regular", "http", model, endpoint, errorTypeFromStatus(out.Status)).Inc()
 	}
-	if retry.Retryable(out.Status) {
+	if routerbase.Retryable(out.Status) {
 		out.Done = nil // already released
 	}
 	out.Write(w, stream)
@@ -453,7 +449,7 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 			}
 		}
 	}
-	res := upstream.Send(r.Context(), rt.client, http.MethodPost, wk.URL()+route, body, hdr, stream, retry.Retryable)
+	res := httpx.Send(r.Context(), rt.client, http.MethodPost, wk.URL()+route, body, hdr, stream, routerbase.Retryable)
 	var out httpx.Outcome
 	switch {
 	case res.Err != nil && res.ReadErr:

@@ -9,12 +9,11 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
 
-var siteLoadMonitor = tracelog.Site{Target: "smg::core::worker_manager", File: "src/core/worker_manager.rs", Line: 350}
+var siteLoadMonitor = tracing.Site{Target: "smg::core::worker_manager", File: "src/core/worker_manager.rs", Line: 350}
 
 type loadInfo struct {
 	worker string
@@ -34,7 +33,7 @@ func (rt *router) fetchLoads(ctx context.Context) []loadInfo {
 			out[i] = loadInfo{worker: w.URL(), load: -1}
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			res := upstream.Send(cctx, rt.client, http.MethodGet, w.URL()+"/get_load", nil, nil, false, nil)
+			res := httpx.Send(cctx, rt.client, http.MethodGet, w.URL()+"/get_load", nil, nil, false, nil)
 			if res.Err != nil || res.Status/100 != 2 {
 				return
 			}

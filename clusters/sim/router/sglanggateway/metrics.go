@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 )
 
@@ -31,7 +30,7 @@ type metrics struct {
 	healthChecks     *prometheus.CounterVec
 	selection        *prometheus.CounterVec
 	workerErrors     *prometheus.CounterVec
-	manualEntries    *promexp.Gauge
+	manualEntries    *routerbase.Gauge
 	cbFailures       *prometheus.GaugeVec
 	cbSuccesses      *prometheus.GaugeVec
 	retries          *prometheus.CounterVec
@@ -49,34 +48,34 @@ func newMetrics() *metrics {
 	r := prometheus.NewRegistry()
 	return &metrics{
 		reg:              r,
-		httpRequests:     promexp.CounterVec(r, "smg_http_requests_total", "Total HTTP requests by method and path", "method", "path"),
-		httpDuration:     promexp.HistogramVec(r, "smg_http_request_duration_seconds", "HTTP request duration by method and path", "method", "path"),
-		httpResponses:    promexp.CounterVec(r, "smg_http_responses_total", "Total HTTP responses by status_code and error_code", "status_code", "error_code"),
-		routerRequests:   promexp.CounterVec(r, "smg_router_requests_total", "Total routed requests by router_type, backend_type, connection_mode, model, endpoint, streaming", "router_type", "backend_type", "connection_mode", "model", "endpoint", "streaming"),
-		routerDuration:   promexp.HistogramVec(r, "smg_router_request_duration_seconds", "Router request duration by router_type, backend_type, connection_mode, model, endpoint", "router_type", "backend_type", "connection_mode", "model", "endpoint"),
-		routerErrors:     promexp.CounterVec(r, "smg_router_request_errors_total", "Router errors by router_type, backend_type, connection_mode, model, endpoint, error_type", "router_type", "backend_type", "connection_mode", "model", "endpoint", "error_type"),
-		upstreamResp:     promexp.CounterVec(r, "smg_router_upstream_responses_total", "Upstream backend HTTP responses by router_type, status_code, error_code", "router_type", "status_code", "error_code"),
-		poolSize:         promexp.GaugeVec(r, "smg_worker_pool_size", "Current worker pool size by worker_type, connection_mode, model", "worker_type", "connection_mode", "model"),
-		requestsActive:   promexp.GaugeVec(r, "smg_worker_requests_active", "Currently running requests per worker", "worker"),
-		workerHealth:     promexp.GaugeVec(r, "smg_worker_health", "Worker health status (1=healthy, 0=unhealthy)", "worker"),
-		healthChecks:     promexp.CounterVec(r, "smg_worker_health_checks_total", "Health check results by worker_type and result", "worker_type", "result"),
-		selection:        promexp.CounterVec(r, "smg_worker_selection_total", "Worker selection events by worker_type, connection_mode, model, policy", "worker_type", "connection_mode", "model", "policy"),
-		workerErrors:     promexp.CounterVec(r, "smg_worker_errors_total", "Worker-level errors by worker_type, connection_mode, error_type", "worker_type", "connection_mode", "error_type"),
-		manualEntries:    promexp.NewGauge(r, "smg_manual_policy_cache_entries", "Number of routing entries in manual policy cache"),
-		cbFailures:       promexp.GaugeVec(r, "smg_worker_cb_consecutive_failures", "Current consecutive failure count per worker", "worker"),
-		cbSuccesses:      promexp.GaugeVec(r, "smg_worker_cb_consecutive_successes", "Current consecutive success count per worker", "worker"),
-		retries:          promexp.CounterVec(r, "smg_worker_retries_total", "Total retry attempts by worker_type and endpoint", "worker_type", "endpoint"),
-		retriesExhausted: promexp.CounterVec(r, "smg_worker_retries_exhausted_total", "Requests that exhausted all retries by worker_type and endpoint", "worker_type", "endpoint"),
-		retryBackoff:     promexp.SummaryVec(r, "smg_worker_retry_backoff_seconds", "Retry backoff duration by attempt number", "attempt"),
-		discRegs:         promexp.CounterVec(r, "smg_discovery_registrations_total", "Worker registration attempts by source and result", "source", "result"),
-		discDeregs:       promexp.CounterVec(r, "smg_discovery_deregistrations_total", "Worker deregistration events by source and reason", "source", "reason"),
-		discWorkers:      promexp.GaugeVec(r, "smg_discovery_workers_discovered", "Workers known via discovery by source", "source"),
-		manualBranch:     promexp.CounterVec(r, "smg_manual_policy_branch_total", "", "branch"),
-		prefixBranch:     promexp.CounterVec(r, "smg_prefix_hash_policy_branch_total", "", "branch"),
+		httpRequests:     routerbase.CounterVec(r, "smg_http_requests_total", "Total HTTP requests by method and path", "method", "path"),
+		httpDuration:     routerbase.HistogramVec(r, "smg_http_request_duration_seconds", "HTTP request duration by method and path", "method", "path"),
+		httpResponses:    routerbase.CounterVec(r, "smg_http_responses_total", "Total HTTP responses by status_code and error_code", "status_code", "error_code"),
+		routerRequests:   routerbase.CounterVec(r, "smg_router_requests_total", "Total routed requests by router_type, backend_type, connection_mode, model, endpoint, streaming", "router_type", "backend_type", "connection_mode", "model", "endpoint", "streaming"),
+		routerDuration:   routerbase.HistogramVec(r, "smg_router_request_duration_seconds", "Router request duration by router_type, backend_type, connection_mode, model, endpoint", "router_type", "backend_type", "connection_mode", "model", "endpoint"),
+		routerErrors:     routerbase.CounterVec(r, "smg_router_request_errors_total", "Router errors by router_type, backend_type, connection_mode, model, endpoint, error_type", "router_type", "backend_type", "connection_mode", "model", "endpoint", "error_type"),
+		upstreamResp:     routerbase.CounterVec(r, "smg_router_upstream_responses_total", "Upstream backend HTTP responses by router_type, status_code, error_code", "router_type", "status_code", "error_code"),
+		poolSize:         routerbase.GaugeVec(r, "smg_worker_pool_size", "Current worker pool size by worker_type, connection_mode, model", "worker_type", "connection_mode", "model"),
+		requestsActive:   routerbase.GaugeVec(r, "smg_worker_requests_active", "Currently running requests per worker", "worker"),
+		workerHealth:     routerbase.GaugeVec(r, "smg_worker_health", "Worker health status (1=healthy, 0=unhealthy)", "worker"),
+		healthChecks:     routerbase.CounterVec(r, "smg_worker_health_checks_total", "Health check results by worker_type and result", "worker_type", "result"),
+		selection:        routerbase.CounterVec(r, "smg_worker_selection_total", "Worker selection events by worker_type, connection_mode, model, policy", "worker_type", "connection_mode", "model", "policy"),
+		workerErrors:     routerbase.CounterVec(r, "smg_worker_errors_total", "Worker-level errors by worker_type, connection_mode, error_type", "worker_type", "connection_mode", "error_type"),
+		manualEntries:    routerbase.NewGauge(r, "smg_manual_policy_cache_entries", "Number of routing entries in manual policy cache"),
+		cbFailures:       routerbase.GaugeVec(r, "smg_worker_cb_consecutive_failures", "Current consecutive failure count per worker", "worker"),
+		cbSuccesses:      routerbase.GaugeVec(r, "smg_worker_cb_consecutive_successes", "Current consecutive success count per worker", "worker"),
+		retries:          routerbase.CounterVec(r, "smg_worker_retries_total", "Total retry attempts by worker_type and endpoint", "worker_type", "endpoint"),
+		retriesExhausted: routerbase.CounterVec(r, "smg_worker_retries_exhausted_total", "Requests that exhausted all retries by worker_type and endpoint", "worker_type", "endpoint"),
+		retryBackoff:     routerbase.SummaryVec(r, "smg_worker_retry_backoff_seconds", "Retry backoff duration by attempt number", "attempt"),
+		discRegs:         routerbase.CounterVec(r, "smg_discovery_registrations_total", "Worker registration attempts by source and result", "source", "result"),
+		discDeregs:       routerbase.CounterVec(r, "smg_discovery_deregistrations_total", "Worker deregistration events by source and reason", "source", "reason"),
+		discWorkers:      routerbase.GaugeVec(r, "smg_discovery_workers_discovered", "Workers known via discovery by source", "source"),
+		manualBranch:     routerbase.CounterVec(r, "smg_manual_policy_branch_total", "", "branch"),
+		prefixBranch:     routerbase.CounterVec(r, "smg_prefix_hash_policy_branch_total", "", "branch"),
 		cb: routerbase.CircuitSeries{
-			State:       promexp.GaugeVec(r, "smg_worker_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
-			Transitions: promexp.CounterVec(r, "smg_worker_cb_transitions_total", "Circuit breaker state transitions by worker, from, to", "worker", "from", "to"),
-			Outcomes:    promexp.CounterVec(r, "smg_worker_cb_outcomes_total", "Circuit breaker outcomes by worker and outcome (success/failure)", "worker", "outcome"),
+			State:       routerbase.GaugeVec(r, "smg_worker_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
+			Transitions: routerbase.CounterVec(r, "smg_worker_cb_transitions_total", "Circuit breaker state transitions by worker, from, to", "worker", "from", "to"),
+			Outcomes:    routerbase.CounterVec(r, "smg_worker_cb_outcomes_total", "Circuit breaker outcomes by worker and outcome (success/failure)", "worker", "outcome"),
 		},
 	}
 }

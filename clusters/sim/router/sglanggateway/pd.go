@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routetext"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -22,9 +20,9 @@ import (
 func pdText(route string, obj map[string]any) string {
 	switch route {
 	case "/v1/chat/completions":
-		return routetext.SGPDChat(obj)
+		return pdChatText(obj)
 	case "/v1/completions":
-		return routetext.SGPDPrompt(obj["prompt"])
+		return pdPromptText(obj["prompt"])
 	case "/generate":
 		s, _ := obj["text"].(string)
 		return s
@@ -46,9 +44,9 @@ func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, 
 	hdr := forwardHeaders(r.Header)
 	hdr.Set("Content-Type", "application/json")
 	txt := pdText(route, obj)
-	out := retry.Do(r.Context(), rt.retryCfg,
+	out := routerbase.Retry(r.Context(), rt.retryCfg,
 		func(uint32) httpx.Outcome { return rt.pdAttempt(r, route, obj, hdr, txt, model, stream) },
-		func(o httpx.Outcome) bool { return retry.Retryable(o.Status) },
+		func(o httpx.Outcome) bool { return routerbase.Retryable(o.Status) },
 		func(d time.Duration, next uint32) {
 			rt.m.retries.WithLabelValues("prefill", endpoint).Inc()
 			rt.m.retries.WithLabelValues("decode", endpoint).Inc()
@@ -60,7 +58,7 @@ func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, 
 		})
 	if out.Status/100 == 2 {
 		rt.m.routerDuration.WithLabelValues("http", "pd", "http", model, endpoint).Observe(time.Since(start).Seconds())
-	} else if !retry.Retryable(out.Status) {
+	} else if !routerbase.Retryable(out.Status) {
 		rt.m.routerErrors.WithLabelValues("http", "pd", "http", model, endpoint, errorTypeFromStatus(out.Status)).Inc()
 	}
 	out.Write(w, stream)
@@ -122,13 +120,13 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 		}
 	}
 	var wg sync.WaitGroup
-	var pres upstream.Result
+	var pres httpx.Result
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		pres = upstream.Send(r.Context(), rt.client, http.MethodPost, pre.URL()+route, body, hdr, false, nil)
+		pres = httpx.Send(r.Context(), rt.client, http.MethodPost, pre.URL()+route, body, hdr, false, nil)
 	}()
-	dres := upstream.Send(r.Context(), rt.client, http.MethodPost, dec.URL()+route, body, hdr, stream, retry.Retryable)
+	dres := httpx.Send(r.Context(), rt.client, http.MethodPost, dec.URL()+route, body, hdr, stream, routerbase.Retryable)
 	wg.Wait()
 	release()
 

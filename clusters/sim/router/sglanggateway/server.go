@@ -11,11 +11,10 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -23,34 +22,34 @@ import (
 // Log call sites: targets, files and lines as read at smg 7c3502c6 (the
 // gateway-v0.3.1 release commit).
 var (
-	siteBanner         = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 709}
-	siteInitWorkers    = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 774}
-	siteJobSubmitted   = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 792}
-	siteNoMCP          = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 804}
-	siteWorkersInit    = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 816}
-	siteRateLimitOff   = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 844}
-	siteSDStarted      = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 874}
-	siteSDFailed       = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 882}
-	siteRouterReady    = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 889}
-	siteStartServer    = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 922}
-	siteTerminate      = tracelog.Site{Target: "smg::server", File: "src/server.rs", Line: 989}
-	siteRMMulti        = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 92}
-	siteRMHTTPRegular  = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 96}
-	siteRMGRPCRegular  = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 107}
-	siteRMPDAuto       = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 115}
-	siteRMHTTPPD       = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 127}
-	siteRMGRPCPD       = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 145}
-	siteRMOpenAI       = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 156}
-	siteRMInitialized  = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 164}
-	siteRMSingle       = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 169}
-	siteRMSingleID     = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 177}
-	siteRMDefault      = tracelog.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 216}
-	siteSDStartPD      = tracelog.Site{Target: "smg::service_discovery", File: "src/service_discovery.rs", Line: 203}
-	siteSDStart        = tracelog.Site{Target: "smg::service_discovery", File: "src/service_discovery.rs", Line: 215}
-	siteAddingPod      = tracelog.Site{Target: "smg::service_discovery", File: "src/service_discovery.rs", Line: 355}
-	siteRemovingPod    = tracelog.Site{Target: "smg::service_discovery", File: "src/service_discovery.rs", Line: 481}
-	siteActivated      = tracelog.Site{Target: "smg::core::steps::worker::shared::activate", File: "src/core/steps/worker/shared/activate.rs", Line: 27}
-	siteMetadataFallbk = tracelog.Site{Target: "smg::core::steps::worker::local::discover_metadata", File: "src/core/steps/worker/local/discover_metadata.rs", Line: 65}
+	siteBanner         = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 709}
+	siteInitWorkers    = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 774}
+	siteJobSubmitted   = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 792}
+	siteNoMCP          = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 804}
+	siteWorkersInit    = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 816}
+	siteRateLimitOff   = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 844}
+	siteSDStarted      = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 874}
+	siteSDFailed       = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 882}
+	siteRouterReady    = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 889}
+	siteStartServer    = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 922}
+	siteTerminate      = tracing.Site{Target: "smg::server", File: "src/server.rs", Line: 989}
+	siteRMMulti        = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 92}
+	siteRMHTTPRegular  = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 96}
+	siteRMGRPCRegular  = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 107}
+	siteRMPDAuto       = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 115}
+	siteRMHTTPPD       = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 127}
+	siteRMGRPCPD       = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 145}
+	siteRMOpenAI       = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 156}
+	siteRMInitialized  = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 164}
+	siteRMSingle       = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 169}
+	siteRMSingleID     = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 177}
+	siteRMDefault      = tracing.Site{Target: "smg::routers::router_manager", File: "src/routers/router_manager.rs", Line: 216}
+	siteSDStartPD      = tracing.Site{Target: "smg::service_discovery", File: "src/service_discovery.rs", Line: 203}
+	siteSDStart        = tracing.Site{Target: "smg::service_discovery", File: "src/service_discovery.rs", Line: 215}
+	siteAddingPod      = tracing.Site{Target: "smg::service_discovery", File: "src/service_discovery.rs", Line: 355}
+	siteRemovingPod    = tracing.Site{Target: "smg::service_discovery", File: "src/service_discovery.rs", Line: 481}
+	siteActivated      = tracing.Site{Target: "smg::core::steps::worker::shared::activate", File: "src/core/steps/worker/shared/activate.rs", Line: 27}
+	siteMetadataFallbk = tracing.Site{Target: "smg::core::steps::worker::local::discover_metadata", File: "src/core/steps/worker/local/discover_metadata.rs", Line: 65}
 )
 
 // unknownModel is SG's UNKNOWN_MODEL_ID.
@@ -60,7 +59,7 @@ const unknownModel = "unknown"
 type router struct {
 	cfg    *config
 	c      *proc.Container
-	log    *tracelog.Logger
+	log    *tracing.Logger
 	m      *metrics
 	reg    *workers.Registry
 	client *http.Client
@@ -70,7 +69,7 @@ type router struct {
 	// instances.
 	pols routerbase.Policies
 
-	retryCfg  retry.Config
+	retryCfg  routerbase.RetryConfig
 	cbCfg     workers.CircuitConfig
 	healthCfg workers.HealthConfig
 	boot      time.Time
@@ -78,8 +77,8 @@ type router struct {
 }
 
 func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.Writer) int {
-	level, _ := tracelog.ParseLevel(cfg.LogLevel)
-	log := tracelog.New(out, level)
+	level, _ := tracing.ParseLevel(cfg.LogLevel)
+	log := tracing.New(out, level)
 	m := newMetrics()
 	bg := routerbase.NewGroup()
 	defer bg.Stop()
@@ -95,15 +94,15 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		cfg: cfg, c: c, log: log, m: m,
 		// get_by_model: candidates in registration (discovery) order.
 		reg:       workers.NewRegistry(workers.OrderRegistration, rng),
-		client:    upstream.NewClient(cli.Secs(cfg.RequestTimeout)),
-		probe:     upstream.NewClient(cli.Secs(cfg.Flags.Uint("health-check-timeout-secs"))),
+		client:    httpx.NewClient(cli.Secs(cfg.RequestTimeout)),
+		probe:     httpx.NewClient(cli.Secs(cfg.Flags.Uint("health-check-timeout-secs"))),
 		boot:      time.Now(),
 		retryCfg:  cfg.Retry(),
 		cbCfg:     cfg.Circuit(),
 		healthCfg: cfg.Health(),
 	}
-	defer upstream.Close(rt.client)
-	defer upstream.Close(rt.probe)
+	defer httpx.CloseIdle(rt.client)
+	defer httpx.CloseIdle(rt.probe)
 	mk := routerbase.PolicyMaker(policy.FlavorSG, cfg.policyCfg, rng, log)
 	var err error
 	if rt.pols.Regular, err = mk(cfg.Policy); err != nil {
@@ -192,7 +191,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 			},
 		})
 	}
-	log.Info(siteRouterReady, "Router ready | workers: %s", rustfmt.StrVec(rt.reg.URLs()))
+	log.Info(siteRouterReady, "Router ready | workers: %s", debug.StrVec(rt.reg.URLs()))
 
 	addr := cli.HostPort(cfg.Host, cfg.Port)
 	log.Info(siteStartServer, "Starting server on %s", addr)
@@ -250,10 +249,10 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 }
 
 func (rt *router) discoverModel(ctx context.Context, url string) string {
-	res := upstream.Send(ctx, rt.client, http.MethodGet, url+"/server_info", nil, nil, false, nil)
+	res := httpx.Send(ctx, rt.client, http.MethodGet, url+"/server_info", nil, nil, false, nil)
 	if res.Err == nil && res.Status == http.StatusNotFound {
 		rt.log.Warn(siteMetadataFallbk, "Endpoint '/server_info' returned 404, falling back to '/get_server_info' for backward compatibility. The '/get_server_info' endpoint is deprecated and will be removed in a future version. Please use '/server_info' instead.")
-		res = upstream.Send(ctx, rt.client, http.MethodGet, url+"/get_server_info", nil, nil, false, nil)
+		res = httpx.Send(ctx, rt.client, http.MethodGet, url+"/get_server_info", nil, nil, false, nil)
 	}
 	if res.Err != nil || res.Status/100 != 2 {
 		return unknownModel

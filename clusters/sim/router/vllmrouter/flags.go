@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/router/clap"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/clap"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
 
@@ -145,17 +145,17 @@ func (c *config) modeDebug() string {
 	case c.EnableIGW:
 		return "Regular { worker_urls: [] }"
 	case c.Backend == "openai":
-		return "OpenAI { worker_urls: " + rustfmt.StrVec(c.WorkerURLs) + " }"
+		return "OpenAI { worker_urls: " + debug.StrVec(c.WorkerURLs) + " }"
 	case c.PD:
 		disc := "None"
 		if c.discoveryAddr != nil {
-			disc = "Some(" + rustfmt.Str(*c.discoveryAddr) + ")"
+			disc = "Some(" + debug.Str(*c.discoveryAddr) + ")"
 		}
-		return "VllmPrefillDecode { prefill_urls: " + cli.PrefillDebug(c.Prefill) + ", decode_urls: " + rustfmt.StrVec(c.Decode) +
-			", prefill_policy: " + rustfmt.OptionWith(c.PrefillPolicy, c.policyDebug) + ", decode_policy: " + rustfmt.OptionWith(c.DecodePolicy, c.policyDebug) +
+		return "VllmPrefillDecode { prefill_urls: " + cli.PrefillDebug(c.Prefill) + ", decode_urls: " + debug.StrVec(c.Decode) +
+			", prefill_policy: " + debug.OptionWith(c.PrefillPolicy, c.policyDebug) + ", decode_policy: " + debug.OptionWith(c.DecodePolicy, c.policyDebug) +
 			", discovery_address: " + disc + " }"
 	default:
-		return "Regular { worker_urls: " + rustfmt.StrVec(c.WorkerURLs) + " }"
+		return "Regular { worker_urls: " + debug.StrVec(c.WorkerURLs) + " }"
 	}
 }
 
@@ -179,10 +179,10 @@ func (c *config) validateMode() error {
 			static := len(c.Prefill) > 0 || len(c.Decode) > 0
 			k8s := c.ServiceDiscovery && (len(c.PrefillSelector) > 0 || len(c.DecodeSelector) > 0)
 			if !static && c.discoveryAddr == nil && !k8s {
-				return fmt.Errorf("ValidationFailed { reason: %s }", rustfmt.Str("vLLM PD disaggregation mode requires one of: --vllm-discovery-address, --prefill/--decode URLs, or --service-discovery with --prefill-selector/--decode-selector"))
+				return fmt.Errorf("ValidationFailed { reason: %s }", debug.Str("vLLM PD disaggregation mode requires one of: --vllm-discovery-address, --prefill/--decode URLs, or --service-discovery with --prefill-selector/--decode-selector"))
 			}
 		} else if !c.ServiceDiscovery && len(c.WorkerURLs) == 0 {
-			return fmt.Errorf("ValidationFailed { reason: %s }", rustfmt.Str("Regular mode requires --worker-urls when not using service discovery"))
+			return fmt.Errorf("ValidationFailed { reason: %s }", debug.Str("Regular mode requires --worker-urls when not using service discovery"))
 		}
 	}
 	return nil

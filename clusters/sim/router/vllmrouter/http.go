@@ -13,12 +13,8 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/observer"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/reqid"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routetext"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -33,11 +29,11 @@ func (rt *router) handler() http.Handler {
 	mux := http.NewServeMux()
 	post := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodPost, "POST", h)) }
 	get := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodGet, "GET,HEAD", h)) }
-	post("/generate", rt.typed("/generate", routetext.VRGenerate))
-	post("/v1/chat/completions", rt.typed("/v1/chat/completions", routetext.VRChat))
-	post("/v1/completions", rt.typed("/v1/completions", func(b map[string]any) string { return routetext.VRPrompt(b["prompt"]) }))
-	post("/v1/responses", rt.typed("/v1/responses", func(b map[string]any) string { return routetext.VRPrompt(b["input"]) }))
-	post("/v1/embeddings", rt.typed("/v1/embeddings", func(b map[string]any) string { return routetext.VRPrompt(b["input"]) }))
+	post("/generate", rt.typed("/generate", generateText))
+	post("/v1/chat/completions", rt.typed("/v1/chat/completions", chatText))
+	post("/v1/completions", rt.typed("/v1/completions", func(b map[string]any) string { return promptText(b["prompt"]) }))
+	post("/v1/responses", rt.typed("/v1/responses", func(b map[string]any) string { return promptText(b["input"]) }))
+	post("/v1/embeddings", rt.typed("/v1/embeddings", func(b map[string]any) string { return promptText(b["input"]) }))
 	post("/rerank", rt.typed("/v1/rerank", func(b map[string]any) string { s, _ := b["query"].(string); return s }))
 	post("/v1/rerank", rt.typed("/v1/rerank", func(b map[string]any) string { s, _ := b["query"].(string); return s }))
 
@@ -54,10 +50,10 @@ func (rt *router) handler() http.Handler {
 	get("/get_loads", rt.getLoads)
 	post("/add_worker", rt.addWorker)
 	post("/remove_worker", rt.removeWorker)
-	get(observer.Path, observer.Handler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
+	get(routerbase.ObserverPath, routerbase.ObserverHandler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
 	mux.HandleFunc("/", rt.transparentProxy)
 
-	return reqid.Middleware(rt.cfg.RequestIDHeaders, false, httpx.LimitBody(rt.cfg.MaxPayload, mux))
+	return httpx.RequestID(rt.cfg.RequestIDHeaders, false, httpx.LimitBody(rt.cfg.MaxPayload, mux))
 }
 
 func nonNil(s []string) []string {
@@ -85,7 +81,7 @@ func (rt *router) health(w http.ResponseWriter, r *http.Request) {
 		httpx.Text(w, http.StatusOK, "All servers healthy")
 		return
 	}
-	httpx.Text(w, http.StatusServiceUnavailable, "Unhealthy servers: "+rustfmt.StrVec(bad))
+	httpx.Text(w, http.StatusServiceUnavailable, "Unhealthy servers: "+debug.StrVec(bad))
 }
 
 func (rt *router) readiness(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +123,7 @@ func (rt *router) proxyFirst(path string) http.HandlerFunc {
 			httpx.Text(w, http.StatusServiceUnavailable, "No workers are available")
 			return
 		}
-		res := upstream.Send(r.Context(), rt.client, http.MethodGet, all[0].URL()+"/"+path, nil, forwardHeaders(r.Header), false, nil)
+		res := httpx.Send(r.Context(), rt.client, http.MethodGet, all[0].URL()+"/"+path, nil, forwardHeaders(r.Header), false, nil)
 		if res.Err != nil {
 			if res.ReadErr {
 				httpx.Text(w, http.StatusInternalServerError, "Failed to read response: "+res.Err.Error())
@@ -136,7 +132,7 @@ func (rt *router) proxyFirst(path string) http.HandlerFunc {
 			httpx.Text(w, http.StatusInternalServerError, "Request failed: "+res.Err.Error())
 			return
 		}
-		upstream.CopyResponseHeaders(w.Header(), res.Header)
+		httpx.CopyResponseHeaders(w.Header(), res.Header)
 		w.Header().Set("Content-Length", strconv.Itoa(len(res.Body)))
 		w.WriteHeader(res.Status)
 		_, _ = w.Write(res.Body)
@@ -152,7 +148,7 @@ func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
 	list := []entry{}
 	for _, u := range rt.reg.URLs() {
 		load := int64(-1)
-		res := upstream.Send(r.Context(), rt.client, http.MethodGet, u+"/get_load", nil, nil, false, nil)
+		res := httpx.Send(r.Context(), rt.client, http.MethodGet, u+"/get_load", nil, nil, false, nil)
 		if res.Err == nil && res.Status/100 == 2 {
 			var v struct {
 				Load *int64 `json:"load"`
@@ -255,7 +251,7 @@ func (rt *router) typed(route string, textOf func(map[string]any) string) http.H
 		if out.Status/100 == 2 {
 			rt.m.requests.WithLabelValues(route).Inc()
 			rt.m.generateDuration.Observe(time.Since(start).Seconds())
-		} else if !retry.Retryable(out.Status) {
+		} else if !routerbase.Retryable(out.Status) {
 			rt.m.requestErrors.WithLabelValues(route, "non_retryable_error").Inc()
 		}
 		out.Write(w, stream)
@@ -266,9 +262,9 @@ func (rt *router) typed(route string, textOf func(map[string]any) string) http.H
 // and the PD router alike): a retryable status runs op again, policy
 // included, and counts in the per-route retry series.
 func (rt *router) withRetries(r *http.Request, route string, op func() httpx.Outcome) httpx.Outcome {
-	return retry.Do(r.Context(), rt.retryCfg,
+	return routerbase.Retry(r.Context(), rt.retryCfg,
 		func(uint32) httpx.Outcome { return op() },
-		func(o httpx.Outcome) bool { return retry.Retryable(o.Status) },
+		func(o httpx.Outcome) bool { return routerbase.Retryable(o.Status) },
 		func(d time.Duration, next uint32) {
 			rt.m.retries.WithLabelValues(route).Inc()
 			rt.m.backoff(d, next)
@@ -307,7 +303,7 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 			rt.m.running.WithLabelValues(wk.URL()).Set(float64(wk.DecLoad()))
 		}
 	}
-	res := upstream.Send(r.Context(), rt.client, http.MethodPost, wk.URL()+route, body, hdr, stream, retry.Retryable)
+	res := httpx.Send(r.Context(), rt.client, http.MethodPost, wk.URL()+route, body, hdr, stream, routerbase.Retryable)
 	var out httpx.Outcome
 	switch {
 	case res.Err != nil:
@@ -335,7 +331,7 @@ func (rt *router) attempt(r *http.Request, route string, body []byte, hdr http.H
 		dec()
 	}
 	rt.recordOutcome(wk, out.Status)
-	if retry.Retryable(out.Status) {
+	if routerbase.Retryable(out.Status) {
 		// route_typed_request decrements again for retryable statuses (a
 		// second, saturating decrement, as in the source read).
 		dec()
@@ -373,13 +369,13 @@ func (rt *router) transparentProxy(w http.ResponseWriter, r *http.Request) {
 	if len(body) > 0 {
 		rd = body
 	}
-	res := upstream.Send(r.Context(), rt.client, r.Method, target, rd, hdr, true, nil)
+	res := httpx.Send(r.Context(), rt.client, r.Method, target, rd, hdr, true, nil)
 	if res.Err != nil {
 		httpx.Text(w, http.StatusBadGateway, "Failed to forward request: "+res.Err.Error())
 		return
 	}
 	defer res.Live.Body.Close()
-	upstream.CopyResponseHeaders(w.Header(), res.Header)
+	httpx.CopyResponseHeaders(w.Header(), res.Header)
 	w.WriteHeader(res.Status)
-	_ = upstream.Relay(w, res.Live.Body, nil)
+	_ = httpx.Relay(w, res.Live.Body, nil)
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
 )
 
 // Main is the vllm-router binary: argv is what follows "vllm-router". It
@@ -30,12 +30,12 @@ func Main(ctx context.Context, c *proc.Container) int {
 	p("DEBUG: Parsing prefill arguments")
 	prefill, filtered, err := splitPrefill(c.Args)
 	if err != nil {
-		fmt.Fprintf(errw, "Error: %s\n", rustfmt.Str(err.Error()))
+		fmt.Fprintf(errw, "Error: %s\n", debug.Str(err.Error()))
 		return 1
 	}
 	p("DEBUG: Prefill URLs parsed: %s", cli.PrefillDebug(prefill))
 	p("DEBUG: Parsing CLI arguments with clap")
-	p("DEBUG: Filtered args: %s", rustfmt.StrVec(append([]string{binName}, filtered...)))
+	p("DEBUG: Filtered args: %s", debug.StrVec(append([]string{binName}, filtered...)))
 	m, code := cli.Parse(command(), filtered, out, errw)
 	if m == nil {
 		return code
@@ -47,8 +47,8 @@ func Main(ctx context.Context, c *proc.Container) int {
 	p("DEBUG: Converting to RouterConfig")
 	if cfg.PD && cfg.ServiceDiscovery && (len(cfg.PrefillSelector) > 0 || len(cfg.DecodeSelector) > 0) && !cfg.EnableIGW && cfg.Backend != "openai" {
 		fmt.Fprintf(errw, "ℹ️  INFO: Using K8s service discovery mode for vLLM PD disaggregation.\n")
-		fmt.Fprintf(errw, "   Prefill selector: %s\n", rustfmt.StrVec(m.Values("prefill-selector")))
-		fmt.Fprintf(errw, "   Decode selector: %s\n", rustfmt.StrVec(m.Values("decode-selector")))
+		fmt.Fprintf(errw, "   Prefill selector: %s\n", debug.StrVec(m.Values("prefill-selector")))
+		fmt.Fprintf(errw, "   Decode selector: %s\n", debug.StrVec(m.Values("decode-selector")))
 	}
 	if err := cfg.validateMode(); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)

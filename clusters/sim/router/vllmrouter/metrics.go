@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 )
 
@@ -20,15 +19,15 @@ type metrics struct {
 	retries          *prometheus.CounterVec
 	retryBackoff     *prometheus.HistogramVec
 	retriesExhausted *prometheus.CounterVec
-	generateDuration *promexp.Histogram
+	generateDuration *routerbase.Histogram
 	processed        *prometheus.CounterVec
 	decisions        *prometheus.CounterVec
 	running          *prometheus.GaugeVec
-	activeWorkers    *promexp.Gauge
+	activeWorkers    *routerbase.Gauge
 	workerHealth     *prometheus.GaugeVec
-	lbEvents         *promexp.Counter
-	maxLoad          *promexp.Gauge
-	minLoad          *promexp.Gauge
+	lbEvents         *routerbase.Counter
+	maxLoad          *routerbase.Gauge
+	minLoad          *routerbase.Gauge
 	pdRequests       *prometheus.CounterVec
 	pdDuration       *prometheus.HistogramVec
 	pdPrefill        *prometheus.CounterVec
@@ -43,31 +42,31 @@ func newMetrics() *metrics {
 	r := prometheus.NewRegistry()
 	return &metrics{
 		reg:              r,
-		requests:         promexp.CounterVec(r, "vllm_router_requests_total", "Total number of requests by route and method", "route"),
-		requestErrors:    promexp.CounterVec(r, "vllm_router_request_errors_total", "Total number of request errors by route and error type", "route", "error_type"),
-		retries:          promexp.CounterVec(r, "vllm_router_retries_total", "Total number of request retries by route", "route"),
-		retryBackoff:     promexp.HistogramVec(r, "vllm_router_retry_backoff_duration_seconds", "Backoff duration in seconds by attempt index", "attempt"),
-		retriesExhausted: promexp.CounterVec(r, "vllm_router_retries_exhausted_total", "Total number of requests that exhausted retries by route", "route"),
-		generateDuration: promexp.NewHistogram(r, "vllm_router_generate_duration_seconds", "Generate request duration"),
-		processed:        promexp.CounterVec(r, "vllm_router_processed_requests_total", "Total requests processed by each worker", "worker"),
-		decisions:        promexp.CounterVec(r, "vllm_router_policy_decisions_total", "Total routing policy decisions by policy and worker", "policy", "worker"),
-		running:          promexp.GaugeVec(r, "vllm_router_running_requests", "Number of running requests per worker", "worker"),
-		activeWorkers:    promexp.NewGauge(r, "vllm_router_active_workers", "Number of currently active workers"),
-		workerHealth:     promexp.GaugeVec(r, "vllm_router_worker_health", "Worker health status (1=healthy, 0=unhealthy)", "worker"),
-		lbEvents:         promexp.NewCounter(r, "vllm_router_load_balancing_events_total", "Total load balancing trigger events"),
-		maxLoad:          promexp.NewGauge(r, "vllm_router_max_load", "Maximum worker load"),
-		minLoad:          promexp.NewGauge(r, "vllm_router_min_load", "Minimum worker load"),
-		pdRequests:       promexp.CounterVec(r, "vllm_router_pd_requests_total", "Total PD requests by route", "route"),
-		pdDuration:       promexp.HistogramVec(r, "vllm_router_pd_request_duration_seconds", "PD request duration by route", "route"),
-		pdPrefill:        promexp.CounterVec(r, "vllm_router_pd_prefill_requests_total", "Total prefill requests per worker", "worker"),
-		pdDecode:         promexp.CounterVec(r, "vllm_router_pd_decode_requests_total", "Total decode requests per worker", "worker"),
-		pdErrors:         promexp.CounterVec(r, "vllm_router_pd_errors_total", "Total PD errors by error type", "error_type"),
-		pdPrefillErrors:  promexp.CounterVec(r, "vllm_router_pd_prefill_errors_total", "Total prefill server errors", "worker"),
-		pdDecodeErrors:   promexp.CounterVec(r, "vllm_router_pd_decode_errors_total", "Total decode server errors", "worker"),
+		requests:         routerbase.CounterVec(r, "vllm_router_requests_total", "Total number of requests by route and method", "route"),
+		requestErrors:    routerbase.CounterVec(r, "vllm_router_request_errors_total", "Total number of request errors by route and error type", "route", "error_type"),
+		retries:          routerbase.CounterVec(r, "vllm_router_retries_total", "Total number of request retries by route", "route"),
+		retryBackoff:     routerbase.HistogramVec(r, "vllm_router_retry_backoff_duration_seconds", "Backoff duration in seconds by attempt index", "attempt"),
+		retriesExhausted: routerbase.CounterVec(r, "vllm_router_retries_exhausted_total", "Total number of requests that exhausted retries by route", "route"),
+		generateDuration: routerbase.NewHistogram(r, "vllm_router_generate_duration_seconds", "Generate request duration"),
+		processed:        routerbase.CounterVec(r, "vllm_router_processed_requests_total", "Total requests processed by each worker", "worker"),
+		decisions:        routerbase.CounterVec(r, "vllm_router_policy_decisions_total", "Total routing policy decisions by policy and worker", "policy", "worker"),
+		running:          routerbase.GaugeVec(r, "vllm_router_running_requests", "Number of running requests per worker", "worker"),
+		activeWorkers:    routerbase.NewGauge(r, "vllm_router_active_workers", "Number of currently active workers"),
+		workerHealth:     routerbase.GaugeVec(r, "vllm_router_worker_health", "Worker health status (1=healthy, 0=unhealthy)", "worker"),
+		lbEvents:         routerbase.NewCounter(r, "vllm_router_load_balancing_events_total", "Total load balancing trigger events"),
+		maxLoad:          routerbase.NewGauge(r, "vllm_router_max_load", "Maximum worker load"),
+		minLoad:          routerbase.NewGauge(r, "vllm_router_min_load", "Minimum worker load"),
+		pdRequests:       routerbase.CounterVec(r, "vllm_router_pd_requests_total", "Total PD requests by route", "route"),
+		pdDuration:       routerbase.HistogramVec(r, "vllm_router_pd_request_duration_seconds", "PD request duration by route", "route"),
+		pdPrefill:        routerbase.CounterVec(r, "vllm_router_pd_prefill_requests_total", "Total prefill requests per worker", "worker"),
+		pdDecode:         routerbase.CounterVec(r, "vllm_router_pd_decode_requests_total", "Total decode requests per worker", "worker"),
+		pdErrors:         routerbase.CounterVec(r, "vllm_router_pd_errors_total", "Total PD errors by error type", "error_type"),
+		pdPrefillErrors:  routerbase.CounterVec(r, "vllm_router_pd_prefill_errors_total", "Total prefill server errors", "worker"),
+		pdDecodeErrors:   routerbase.CounterVec(r, "vllm_router_pd_decode_errors_total", "Total decode server errors", "worker"),
 		cb: routerbase.CircuitSeries{
-			State:       promexp.GaugeVec(r, "vllm_router_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
-			Transitions: promexp.CounterVec(r, "vllm_router_cb_state_transitions_total", "Total number of circuit breaker state transitions by worker", "worker", "from", "to"),
-			Outcomes:    promexp.CounterVec(r, "vllm_router_cb_outcomes_total", "Total number of circuit breaker outcomes by worker and outcome type (success/failure)", "worker", "outcome"),
+			State:       routerbase.GaugeVec(r, "vllm_router_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
+			Transitions: routerbase.CounterVec(r, "vllm_router_cb_state_transitions_total", "Total number of circuit breaker state transitions by worker", "worker", "from", "to"),
+			Outcomes:    routerbase.CounterVec(r, "vllm_router_cb_outcomes_total", "Total number of circuit breaker outcomes by worker and outcome type (success/failure)", "worker", "outcome"),
 		},
 	}
 }

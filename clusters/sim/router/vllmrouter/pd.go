@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -88,7 +87,7 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	h := hdr.Clone()
 	h.Set("X-Request-Id", reqID)
 	preLoad := rt.countLoad(rt.pols.Prefill, pre)
-	pres := upstream.Send(r.Context(), rt.client, http.MethodPost, pre.URL()+route, preBody, h, false, nil)
+	pres := httpx.Send(r.Context(), rt.client, http.MethodPost, pre.URL()+route, preBody, h, false, nil)
 	preLoad()
 	if pres.Err != nil || pres.Status/100 != 2 {
 		rt.m.pdPrefillErrors.WithLabelValues(pre.URL()).Inc()
@@ -127,7 +126,7 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	}
 	decBody, _ := json.Marshal(decReq)
 	decLoad := rt.countLoad(rt.pols.Decode, dec)
-	dres := upstream.Send(r.Context(), rt.client, http.MethodPost, dec.URL()+route, decBody, h, stream, retry.Retryable)
+	dres := httpx.Send(r.Context(), rt.client, http.MethodPost, dec.URL()+route, decBody, h, stream, routerbase.Retryable)
 	var out httpx.Outcome
 	switch {
 	case dres.Err != nil:

@@ -10,11 +10,10 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/cli"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -23,29 +22,29 @@ import (
 // numbers were not established for v0.1.15 (docs/routers.md#not-established) and are the
 // nearest read: match messages, never lines.
 var (
-	siteBanner        = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 718}
-	siteSingleRouter  = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 795}
-	siteMultiRouter   = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 745}
-	siteHealthChecker = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 807}
-	siteSDStarted     = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 838}
-	siteSDFailed      = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 848}
-	siteRouterReady   = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 856}
-	siteStartServer   = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 888}
-	siteTerminate     = tracelog.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 921}
-	siteSDStart       = tracelog.Site{Target: "vllm_router_rs::service_discovery", File: "src/service_discovery.rs", Line: 236}
-	siteAddingPod     = tracelog.Site{Target: "vllm_router_rs::service_discovery", File: "src/service_discovery.rs", Line: 381}
-	siteRemovingPod   = tracelog.Site{Target: "vllm_router_rs::service_discovery", File: "src/service_discovery.rs", Line: 470}
-	siteAddedWorker   = tracelog.Site{Target: "vllm_router_rs::routers::http::router", File: "src/routers/http/router.rs", Line: 1133}
-	siteRemovedWorker = tracelog.Site{Target: "vllm_router_rs::routers::http::router", File: "src/routers/http/router.rs", Line: 1228}
-	siteRemovedTree   = tracelog.Site{Target: "vllm_router_rs::routers::http::router", File: "src/routers/http/router.rs", Line: 1245}
-	siteStartupWait   = tracelog.Site{Target: "vllm_router_rs::routers::http::router", File: "src/routers/http/router.rs", Line: 1118}
+	siteBanner        = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 718}
+	siteSingleRouter  = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 795}
+	siteMultiRouter   = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 745}
+	siteHealthChecker = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 807}
+	siteSDStarted     = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 838}
+	siteSDFailed      = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 848}
+	siteRouterReady   = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 856}
+	siteStartServer   = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 888}
+	siteTerminate     = tracing.Site{Target: "vllm_router_rs::server", File: "src/server.rs", Line: 921}
+	siteSDStart       = tracing.Site{Target: "vllm_router_rs::service_discovery", File: "src/service_discovery.rs", Line: 236}
+	siteAddingPod     = tracing.Site{Target: "vllm_router_rs::service_discovery", File: "src/service_discovery.rs", Line: 381}
+	siteRemovingPod   = tracing.Site{Target: "vllm_router_rs::service_discovery", File: "src/service_discovery.rs", Line: 470}
+	siteAddedWorker   = tracing.Site{Target: "vllm_router_rs::routers::http::router", File: "src/routers/http/router.rs", Line: 1133}
+	siteRemovedWorker = tracing.Site{Target: "vllm_router_rs::routers::http::router", File: "src/routers/http/router.rs", Line: 1228}
+	siteRemovedTree   = tracing.Site{Target: "vllm_router_rs::routers::http::router", File: "src/routers/http/router.rs", Line: 1245}
+	siteStartupWait   = tracing.Site{Target: "vllm_router_rs::routers::http::router", File: "src/routers/http/router.rs", Line: 1118}
 )
 
 // router is one vllm-router process.
 type router struct {
 	cfg    *config
 	c      *proc.Container
-	log    *tracelog.Logger
+	log    *tracing.Logger
 	m      *metrics
 	reg    *workers.Registry
 	client *http.Client
@@ -55,7 +54,7 @@ type router struct {
 	// --prefill-policy/--decode-policy name their own.
 	pols routerbase.Policies
 
-	retryCfg  retry.Config
+	retryCfg  routerbase.RetryConfig
 	cbCfg     workers.CircuitConfig
 	healthCfg workers.HealthConfig
 	boot      time.Time
@@ -66,8 +65,8 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	p("DEBUG: Server startup function called")
 	p("DEBUG: Initializing logging")
-	level, _ := tracelog.ParseLevel(cfg.LogLevel)
-	log := tracelog.New(out, level)
+	level, _ := tracing.ParseLevel(cfg.LogLevel)
+	log := tracing.New(out, level)
 	p("DEBUG: Logging initialized")
 
 	p("DEBUG: Initializing Prometheus metrics")
@@ -89,15 +88,15 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		// get_all() walks a DashMap keyed by random UUIDs: an order that
 		// looks random per process (docs/routers.md#candidates-order-and-load).
 		reg:       workers.NewRegistry(workers.OrderRandom, rng),
-		client:    upstream.NewClient(cli.Secs(cfg.RequestTimeout)),
-		probe:     upstream.NewClient(cli.Secs(cfg.StartupTimeout)),
+		client:    httpx.NewClient(cli.Secs(cfg.RequestTimeout)),
+		probe:     httpx.NewClient(cli.Secs(cfg.StartupTimeout)),
 		boot:      time.Now(),
 		retryCfg:  cfg.Retry(),
 		cbCfg:     cfg.Circuit(),
 		healthCfg: cfg.Health(),
 	}
-	defer upstream.Close(rt.client)
-	defer upstream.Close(rt.probe)
+	defer httpx.CloseIdle(rt.client)
+	defer httpx.CloseIdle(rt.probe)
 	p("DEBUG: HTTP client created")
 	p("DEBUG: Creating AppContext")
 	mk := routerbase.PolicyMaker(policy.FlavorVR, cfg.policyCfg, rng, log)
@@ -131,7 +130,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	m.activeWorkers.Set(float64(len(cfg.WorkerURLs)))
 	if len(cfg.WorkerURLs) > 0 && !cfg.PD {
 		if err := rt.waitStatic(ctx); err != nil {
-			fmt.Fprintf(errw, "Error: %s\n", rustfmt.Str(err.Error()))
+			fmt.Fprintf(errw, "Error: %s\n", debug.Str(err.Error()))
 			return 1
 		}
 	}
@@ -148,7 +147,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 			},
 		})
 	}
-	log.Info(siteRouterReady, "Router ready | workers: %s", rustfmt.StrVec(rt.reg.URLs()))
+	log.Info(siteRouterReady, "Router ready | workers: %s", debug.StrVec(rt.reg.URLs()))
 
 	addr := cli.HostPort(cfg.Host, cfg.Port)
 	ln, err := c.Listen(addr)
@@ -175,7 +174,7 @@ func (rt *router) waitStatic(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("Timeout %ds waiting for hosts %s to become healthy. Please set --router-worker-startup-timeout-secs (vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value",
-				rt.cfg.StartupTimeout, rustfmt.StrVec(rt.cfg.WorkerURLs))
+				rt.cfg.StartupTimeout, debug.StrVec(rt.cfg.WorkerURLs))
 		}
 		if !sleepCtx(ctx, cli.Secs(rt.cfg.StartupInterval)) {
 			return ctx.Err()

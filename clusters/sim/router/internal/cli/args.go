@@ -1,6 +1,6 @@
 package cli
 
-import "github.com/gpustack/routing-conformance/clusters/sim/router/clap"
+import "github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/clap"
 
 // Def is an option with a default value.
 func Def(long string, t clap.ValueType, v string) clap.Arg {

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/clap"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/clap"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
 )
 
 // Streams are the container's stdout and stderr (io.Discard when unset).
@@ -84,9 +84,9 @@ func PrefillDebug(pre []PrefillArg) string {
 		if p.Port != nil {
 			port = "Some(" + strconv.Itoa(*p.Port) + ")"
 		}
-		items[i] = "(" + rustfmt.Str(p.URL) + ", " + port + ")"
+		items[i] = "(" + debug.Str(p.URL) + ", " + port + ")"
 	}
-	return rustfmt.Vec(items)
+	return debug.Vec(items)
 }
 
 // Secs is a u64 seconds flag as a Duration, saturating instead of

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/router/clap"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/clap"
 )
 
 var policies = []string{"random", "round_robin", "cache_aware", "power_of_two"}

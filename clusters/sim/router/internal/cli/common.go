@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/router/clap"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/retry"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rustfmt"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/clap"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -110,7 +110,7 @@ func (c *Common) PrintStartup(out io.Writer, s Startup) {
 		p("Policy: %s", c.Policy)
 		if c.PD && len(c.Prefill) > 0 {
 			p("Prefill nodes: %s", PrefillDebug(c.Prefill))
-			p("Decode nodes: %s", rustfmt.StrVec(c.Decode))
+			p("Decode nodes: %s", debug.StrVec(c.Decode))
 		}
 	}
 }
@@ -143,9 +143,9 @@ func (c *Common) Discovery(bootstrapAnnotation string) discovery.Config {
 }
 
 // Retry is --retry-*; --disable-retries leaves one attempt.
-func (c *Common) Retry() retry.Config {
+func (c *Common) Retry() routerbase.RetryConfig {
 	m := c.Flags
-	cfg := retry.Config{
+	cfg := routerbase.RetryConfig{
 		MaxRetries:     uint32(m.Uint("retry-max-retries")),
 		InitialBackoff: m.Uint("retry-initial-backoff-ms"),
 		MaxBackoff:     m.Uint("retry-max-backoff-ms"),
@@ -195,8 +195,8 @@ func (c *Common) CommonPolicyDebug(name string) string {
 	case policy.CacheAware:
 		m := c.Flags
 		return fmt.Sprintf("CacheAware { cache_threshold: %s, balance_abs_threshold: %d, balance_rel_threshold: %s, eviction_interval_secs: %d, max_tree_size: %d }",
-			rustfmt.F32(m.Float32("cache-threshold")), m.Uint("balance-abs-threshold"),
-			rustfmt.F32(m.Float32("balance-rel-threshold")), m.Uint("eviction-interval"), m.Uint("max-tree-size"))
+			debug.F32(m.Float32("cache-threshold")), m.Uint("balance-abs-threshold"),
+			debug.F32(m.Float32("balance-rel-threshold")), m.Uint("eviction-interval"), m.Uint("max-tree-size"))
 	case policy.PowerOfTwo:
 		return "PowerOfTwo { load_check_interval_secs: 5 }"
 	}
@@ -230,8 +230,8 @@ func (c *Common) ValidateCacheAware() error {
 }
 
 func invalidValue(field, value, reason string) error {
-	return fmt.Errorf("InvalidValue { field: %s, value: %s, reason: %s }", rustfmt.Str(field), rustfmt.Str(value), rustfmt.Str(reason))
+	return fmt.Errorf("InvalidValue { field: %s, value: %s, reason: %s }", debug.Str(field), debug.Str(value), debug.Str(reason))
 }
 
 // rustDisplayF32 is `{}` (Display) of an f32: like Debug but without ".0".
-func rustDisplayF32(f float32) string { return strings.TrimSuffix(rustfmt.F32(f), ".0") }
+func rustDisplayF32(f float32) string { return strings.TrimSuffix(debug.F32(f), ".0") }

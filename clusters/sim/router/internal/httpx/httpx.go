@@ -1,9 +1,10 @@
-// Package httpx is the HTTP plumbing both routers' axum stacks share: the
-// method guard, the request body limit, the Json extractor's rejections,
-// plain-text and insertion-ordered JSON bodies, and the answer of one
-// routed attempt (upstream's, buffered or live, or the router's own) with
-// the streaming relay. What a router answers, and with which error shape,
-// stays in the router.
+// Package httpx is the HTTP plumbing both routers share: from their axum
+// stacks the method guard, the request body limit, the Json extractor's
+// rejections, plain-text and insertion-ordered JSON bodies, the request-id
+// layer (requestid.go) and the answer of one routed attempt (upstream's,
+// buffered or live, or the router's own); from reqwest the worker client,
+// its header filter and the streaming relay (upstream.go). What a router
+// answers, and with which error shape, stays in the router.
 package httpx
 
 import (
@@ -123,4 +124,35 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, required ...string) (body 
 		}
 	}
 	return body, obj, true
+}
+
+// JoinTokenIDs is how both routers turn a request's input_ids into routing
+// text: the ids (batches flattened) as JSON numbers, joined by " ".
+func JoinTokenIDs(v any) string {
+	arr, ok := v.([]any)
+	if !ok {
+		return ""
+	}
+	var parts []string
+	for _, x := range arr {
+		switch t := x.(type) {
+		case []any:
+			for _, y := range t {
+				parts = append(parts, jsonNumber(y))
+			}
+		default:
+			parts = append(parts, jsonNumber(t))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func jsonNumber(v any) string {
+	switch t := v.(type) {
+	case json.Number:
+		return t.String()
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	}
+	return ""
 }

@@ -3,8 +3,6 @@ package httpx
 import (
 	"net/http"
 	"strconv"
-
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/upstream"
 )
 
 // Outcome is one routed attempt's answer: upstream's, buffered (Body) or
@@ -43,21 +41,21 @@ func (o Outcome) Write(w http.ResponseWriter, stream bool) {
 	h := w.Header()
 	if o.Live != nil {
 		defer o.Live.Body.Close()
-		upstream.CopyResponseHeaders(h, o.Live.Header)
+		CopyResponseHeaders(h, o.Live.Header)
 		h.Del("Content-Length")
 		h.Set("Content-Type", "text/event-stream")
 		w.WriteHeader(o.Status)
 		if fl, ok := w.(http.Flusher); ok {
 			fl.Flush()
 		}
-		_ = upstream.Relay(w, o.Live.Body, o.OnChunk)
+		_ = Relay(w, o.Live.Body, o.OnChunk)
 		return
 	}
 	if o.RouterMade && o.Header == nil {
 		Text(w, o.Status, string(o.Body))
 		return
 	}
-	upstream.CopyResponseHeaders(h, o.Header)
+	CopyResponseHeaders(h, o.Header)
 	if stream && !o.RouterMade {
 		h.Set("Content-Type", "text/event-stream")
 	}

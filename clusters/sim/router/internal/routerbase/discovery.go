@@ -5,17 +5,17 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 )
 
 // Discovery is how a router runs Kubernetes service discovery: both
 // server.rs start it alike and both service_discovery.rs print the same
 // lines, each at its own sites.
 type Discovery struct {
-	Log *tracelog.Logger
+	Log *tracing.Logger
 	// Failed and Started are server.rs's lines; Start, StartPD, Adding and
 	// Removing are service_discovery.rs's (VR logs both starts at one site).
-	Failed, Started, Start, StartPD, Adding, Removing tracelog.Site
+	Failed, Started, Start, StartPD, Adding, Removing tracing.Site
 	// Hooks are the router's; its Adding and Removing run after the
 	// "Adding pod" and "Removing pod" lines.
 	Hooks discovery.Hooks

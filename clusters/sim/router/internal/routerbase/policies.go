@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -39,13 +39,13 @@ func (l *lockedSource) Uint64() uint64 {
 // PolicyMaker returns policy.New for flavor and cfg, every policy drawing
 // from one locked source seeded from rng (two draws, made now) and logging
 // its info lines through log.
-func PolicyMaker(flavor policy.Flavor, cfg policy.Config, rng *rand.Rand, log *tracelog.Logger) func(name string) (policy.Policy, error) {
+func PolicyMaker(flavor policy.Flavor, cfg policy.Config, rng *rand.Rand, log *tracing.Logger) func(name string) (policy.Policy, error) {
 	src := &lockedSource{src: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))}
 	return func(name string) (policy.Policy, error) {
 		return policy.New(flavor, name, cfg,
 			policy.WithRandSource(src),
 			policy.WithInfoLogger(func(r policy.LogRecord) {
-				log.Print(tracelog.Info, tracelog.Site{Target: r.Target, File: r.File, Line: r.Line}, r.Message)
+				log.Print(tracing.Info, tracing.Site{Target: r.Target, File: r.File, Line: r.Line}, r.Message)
 			}))
 	}
 }

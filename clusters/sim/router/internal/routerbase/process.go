@@ -1,10 +1,11 @@
-// Package routerbase is the process skeleton both router emulators share,
-// because both routers descend from one code base: the background
-// goroutines bound to the process, the metrics exporter and the serving
-// listener with graceful shutdown, the seeded randomness and policy
-// instances per pool, the periodic health checks, the circuit-breaker
-// series, and the workers waiting for their health gate. Each router keeps
-// its own startup order, log sites, metric names and admission workflow and
+// Package routerbase is the process base both router emulators share,
+// because both routers descend from one code base: the background goroutines
+// bound to the process, the metrics exporter (metrics.go) and the serving
+// listener with graceful shutdown, the seeded randomness and policy instances
+// per pool, retries (retry.go), the periodic health checks, the
+// circuit-breaker series, the workers waiting for their health gate, and the
+// operator's /observer/endpoints patch (observer.go). Each router keeps its
+// own startup order, log sites, metric names and admission workflow and
 // passes them in.
 package routerbase
 
@@ -21,8 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/promexp"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 )
 
 // Group runs a router's background goroutines (exporter, policies, health
@@ -63,7 +63,7 @@ func ServeMetrics(g *Group, c *proc.Container, addr string, reg *prometheus.Regi
 	if err != nil {
 		return fmt.Errorf("failed to install Prometheus metrics exporter: FailedToCreateHTTPListener(%q)", err.Error())
 	}
-	g.Go(func(ctx context.Context) { _ = promexp.Serve(ctx, ln, reg) })
+	g.Go(func(ctx context.Context) { _ = serveMetrics(ctx, ln, reg) })
 	return nil
 }
 
@@ -77,7 +77,7 @@ func Panic(errw io.Writer, at string, err error) int {
 // Serve answers h on ln until ctx is done (SIGTERM): then it logs the
 // terminate line at site, drains for at most grace and returns 0. A serve
 // failure is main's "Error: …" and exit code 1.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *tracelog.Logger, site tracelog.Site, errw io.Writer) int {
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *tracing.Logger, site tracing.Site, errw io.Writer) int {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -18,7 +18,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
@@ -34,7 +34,7 @@ type syncBuf struct {
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-var site = tracelog.Site{Target: "t", File: "f.rs", Line: 1}
+var site = tracing.Site{Target: "t", File: "f.rs", Line: 1}
 
 func TestServeDrainsOnTerminateAndReturnsZero(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -45,7 +45,7 @@ func TestServeDrainsOnTerminateAndReturnsZero(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	go func() {
-		code <- Serve(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), time.Second, tracelog.New(&out, tracelog.Info), site, &errw)
+		code <- Serve(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), time.Second, tracing.New(&out, tracing.Info), site, &errw)
 	}()
 	resp, err := http.Get("http://" + ln.Addr().String())
 	if err != nil {
@@ -71,7 +71,7 @@ func TestServeFailureIsMainsErrorAndExit1(t *testing.T) {
 	}
 	_ = ln.Close()
 	var errw syncBuf
-	if c := Serve(context.Background(), ln, http.NotFoundHandler(), time.Second, tracelog.New(&syncBuf{}, tracelog.Info), site, &errw); c != 1 || !strings.HasPrefix(errw.String(), "Error: ") {
+	if c := Serve(context.Background(), ln, http.NotFoundHandler(), time.Second, tracing.New(&syncBuf{}, tracing.Info), site, &errw); c != 1 || !strings.HasPrefix(errw.String(), "Error: ") {
 		t.Fatalf("exit %d stderr %q", c, errw.String())
 	}
 }
@@ -211,8 +211,8 @@ func TestStartDiscoveryWithoutKubernetesLogsTheFailure(t *testing.T) {
 	var out syncBuf
 	g := NewGroup()
 	defer g.Stop()
-	StartDiscovery(g, nil, discovery.Config{}, Discovery{Log: tracelog.New(&out, tracelog.Info), Failed: site, Started: site})
-	if got := tracelog.Strip(out.String()); !strings.Contains(got, "ERROR t: f.rs:1: Failed to start service discovery: no Kubernetes API available") || strings.Contains(got, "Service discovery started") {
+	StartDiscovery(g, nil, discovery.Config{}, Discovery{Log: tracing.New(&out, tracing.Info), Failed: site, Started: site})
+	if got := tracing.Strip(out.String()); !strings.Contains(got, "ERROR t: f.rs:1: Failed to start service discovery: no Kubernetes API available") || strings.Contains(got, "Service discovery started") {
 		t.Fatalf("log %q", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/discovery"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/observer"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
 )
 
@@ -76,14 +75,14 @@ func (p *Pending) Track(t discovery.Target) (done func()) {
 
 // Observe returns the builder of the operator's /observer/endpoints view:
 // reg's workers in candidate order, then the pending ones not registered.
-func (p *Pending) Observe(reg *workers.Registry) func() (uint64, []observer.Worker) {
-	return func() (uint64, []observer.Worker) {
-		var out []observer.Worker
+func (p *Pending) Observe(reg *workers.Registry) func() (uint64, []ObserverWorker) {
+	return func() (uint64, []ObserverWorker) {
+		var out []ObserverWorker
 		for _, wk := range reg.All() {
 			open := wk.CircuitOpen()
-			out = append(out, observer.Worker{
+			out = append(out, ObserverWorker{
 				URL: wk.URL(), Port: wk.Port(), Role: string(wk.Role()), PodHint: wk.PodName, WorkerID: wk.ID,
-				Selection: observer.Selection{Registered: true, Healthy: wk.Healthy(), CircuitOpen: open, InSelection: wk.Healthy() && !open},
+				Selection: ObserverSelection{Registered: true, Healthy: wk.Healthy(), CircuitOpen: open, InSelection: wk.Healthy() && !open},
 			})
 		}
 		p.mu.Lock()
@@ -91,7 +90,7 @@ func (p *Pending) Observe(reg *workers.Registry) func() (uint64, []observer.Work
 			if reg.Get(t.URL) != nil {
 				continue
 			}
-			out = append(out, observer.Worker{URL: t.URL, Port: t.Port, Role: string(t.Role), PodHint: t.Pod.Name})
+			out = append(out, ObserverWorker{URL: t.URL, Port: t.Port, Role: string(t.Role), PodHint: t.Pod.Name})
 		}
 		p.mu.Unlock()
 		return reg.Revision(), out

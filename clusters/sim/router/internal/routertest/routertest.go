@@ -18,14 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
-
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/tracelog"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/tracing"
 )
 
 var ipSeq atomic.Uint32
@@ -400,8 +398,8 @@ func StartOverFleet(t testing.TB, main Main, es []*Engine, pods *Pods, env map[s
 	return r
 }
 
-// Buffer is a goroutine-safe log buffer (simtest.Buffer).
-type Buffer = simtest.Buffer
+// Buffer is a goroutine-safe log buffer (proc.Buffer).
+type Buffer = proc.Buffer
 
 // Router is a running router program.
 type Router struct {
@@ -459,7 +457,7 @@ func Start(t testing.TB, main Main, args []string, env map[string]string, pods p
 func (r *Router) Base() string { return fmt.Sprintf("http://%s:%d", r.IP, r.Port) }
 
 // Logs is the router's stdout without ANSI colour.
-func (r *Router) Logs() string { return tracelog.Strip(r.Stdout.String()) }
+func (r *Router) Logs() string { return tracing.Strip(r.Stdout.String()) }
 
 // MetricsURL is the exporter's URL.
 func (r *Router) MetricsURL() string { return fmt.Sprintf("http://%s:%d/metrics", r.IP, r.PromPort) }
@@ -609,4 +607,15 @@ func Get(t testing.TB, url string) (int, http.Header, []byte) {
 func Chat(model, content string, stream bool) string {
 	b, _ := json.Marshal(map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": content}}, "stream": stream})
 	return string(b)
+}
+
+// JSONBody decodes a request body written in a test, as the routers' axum
+// Json extractor hands it to the routing-text rules.
+func JSONBody(t testing.TB, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -1,0 +1,103 @@
+package clusters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpustack/routing-conformance/api"
+)
+
+// ErrNotFound is wrapped by a target's error for a deployment that no longer
+// exists: WaitReady stops at once on it.
+var ErrNotFound = errors.New("not found")
+
+// ReadyWait is one wait for WaitReady: how to read the deployment, and the
+// target's hint for a state that waiting cannot fix.
+type ReadyWait struct {
+	// Namespace and Name name the deployment in messages.
+	Namespace, Name string
+	// Get reads the live object. An error is what is missing for now (the
+	// next poll reads again), unless it wraps ErrNotFound.
+	Get func(ctx context.Context) (*api.ModelDeployment, error)
+	// Stuck, if set, names a state of md that waiting cannot fix (a router
+	// that refuses its arguments, an image that cannot be pulled), or ""
+	// while waiting may still help. It may read more than md (Pods); a read
+	// that fails is no verdict.
+	Stuck func(ctx context.Context, md *api.ModelDeployment) string
+	// Poll is the pause between two reads.
+	Poll time.Duration
+}
+
+// WaitReady polls w.Get every w.Poll until api.ReadinessGaps finds nothing
+// missing, ctx ends, or the deployment is stuck for good: the operator
+// could not render its router (RouterReady False/RenderFailed), or w.Stuck
+// names a reason. Both targets wait through it, so "Ready" and "stuck" mean
+// the same on each. Every error names what was last missing; one that ends
+// with ctx wraps ctx.Err().
+func WaitReady(ctx context.Context, w ReadyWait) error {
+	poll := w.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	var missing []string
+	for {
+		md, err := w.Get(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return w.notReady(ctx, missing)
+		case errors.Is(err, ErrNotFound):
+			return fmt.Errorf("ModelDeployment %s/%s cannot become Ready: %w", w.Namespace, w.Name, err)
+		case err != nil:
+			missing = []string{firstLine(err.Error())}
+		default:
+			missing = api.ReadinessGaps(md)
+			if len(missing) == 0 {
+				return nil
+			}
+			reason := renderFailed(md)
+			if reason == "" && w.Stuck != nil {
+				reason = w.Stuck(ctx, md)
+			}
+			if reason != "" {
+				return fmt.Errorf("ModelDeployment %s/%s cannot become Ready: %s (still missing: %s)",
+					w.Namespace, w.Name, reason, strings.Join(missing, "; "))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return w.notReady(ctx, missing)
+		case <-t.C:
+		}
+	}
+}
+
+func (w ReadyWait) notReady(ctx context.Context, missing []string) error {
+	if len(missing) == 0 {
+		missing = []string{"no status was read"}
+	}
+	return fmt.Errorf("ModelDeployment %s/%s not Ready: %s (%w)", w.Namespace, w.Name, strings.Join(missing, "; "),
+		ctx.Err())
+}
+
+// renderFailed is the operator's own verdict that the router cannot be
+// rendered from this spec (docs/operator.md#conditions): no Pod will ever come.
+func renderFailed(md *api.ModelDeployment) string {
+	c := md.Status.FindCondition(api.ConditionRouterReady)
+	if c != nil && c.Status == "False" && c.Reason == api.ReasonRenderFailed {
+		return "the operator could not render the router: " + c.Message
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,260 @@
+// Package controller is the sim's ModelDeployment controller: the operator's
+// reconcile loop around the pure functions of package operator. A Controller
+// owns one deployment's object (spec and status, as the API server would
+// store it) and makes the kubelet's Pods match it: engine Pods per role and
+// ordinal, the router Deployment's rolling update, the routers' endpoint
+// views and the status computed from what it saw. It also counts the engine
+// Pods it ran (Cost).
+//
+// Admission is not here: whoever stores a spec (the sim target's Deploy and
+// Update) admits and defaults it first, as the API server runs the webhook
+// before the controller ever sees the object.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+)
+
+// Config is what a Controller runs on. Every field is required except
+// EngineEnv.
+type Config struct {
+	// Kubelet runs the Pods.
+	Kubelet *kubelet.Kubelet
+	// Programs resolves the programs the operator renders.
+	Programs programs.Registry
+	// EngineEnv is added to every engine container's environment (the sim's
+	// SIM_ENGINE_* knobs); a role's own env entry of the same name wins.
+	EngineEnv map[string]string
+	// ProbePeriod paces the Pods' probes (see sim.Options.ProbePeriod).
+	ProbePeriod time.Duration
+	// ResyncPeriod is the interval between two passes without a Pod change.
+	ResyncPeriod time.Duration
+	// PreStopDelay is how long a deleted engine Pod keeps serving.
+	PreStopDelay time.Duration
+	// ServingValidity bounds the age of a router's endpoint view.
+	ServingValidity time.Duration
+	// Get reads a router's endpoint view: url within timeout, up to limit
+	// bytes; an answer other than 200 is an error.
+	Get func(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error)
+}
+
+// ErrConflict is Apply's answer to an object read before the stored one
+// last changed (its resourceVersion is not the stored one), as the API
+// server answers 409: read again, mutate again, apply again.
+var ErrConflict = errors.New("the object has been modified; apply your changes to the latest version and try again")
+
+// Controller is one ModelDeployment and its reconcile loop. Create it with
+// New, run it with Start, end it with Delete.
+type Controller struct {
+	cfg             Config
+	name, namespace string
+
+	mu         sync.Mutex
+	obj        *api.ModelDeployment // spec (admitted, defaulted) and the last status
+	deleting   bool
+	events     []kubelet.Event
+	views      []operator.RouterView
+	observedAt time.Time
+	podsSeen   string
+	converged  bool
+
+	cost clusters.CostLedger
+
+	trigger chan struct{}
+	done    chan struct{} // closed when the loop has returned
+}
+
+// New takes md as stored: admitted, defaulted, with its metadata set.
+func New(cfg Config, md *api.ModelDeployment) *Controller {
+	c := &Controller{cfg: cfg, name: md.Metadata.Name, namespace: md.Metadata.Namespace,
+		obj: operator.DeepCopy(md), trigger: make(chan struct{}, 1), done: make(chan struct{})}
+	c.normal("Admitted", fmt.Sprintf("ModelDeployment %s admitted (router %s)", c.key(), routerName(md)))
+	return c
+}
+
+func routerName(md *api.ModelDeployment) string {
+	if md.Spec.Router == nil {
+		return "none"
+	}
+	return md.Spec.Router.Name
+}
+
+func (c *Controller) key() string { return c.namespace + "/" + c.name }
+
+// Start runs the reconcile loop in the background until the deleted
+// deployment has no Pods left.
+func (c *Controller) Start() {
+	go func() {
+		defer close(c.done)
+		c.run()
+	}()
+}
+
+func (c *Controller) run() {
+	ticks, stopWatch := c.cfg.Kubelet.Pods().Watch()
+	defer stopWatch()
+	t := time.NewTicker(c.cfg.ResyncPeriod)
+	defer t.Stop()
+	// Passes are not cancelled: a deletion, not a context, ends the loop, so
+	// the Pods are always cleaned up.
+	ctx := context.Background()
+	for {
+		if gone := c.reconcile(ctx); gone {
+			c.cost.Close(time.Now())
+			return
+		}
+		select {
+		case <-c.trigger:
+		case <-ticks:
+		case <-t.C:
+		}
+	}
+}
+
+// poke asks for a pass now.
+func (c *Controller) poke() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Done is closed once a deleted deployment's Pods are gone.
+func (c *Controller) Done() <-chan struct{} { return c.done }
+
+// Gone reports whether Done is closed.
+func (c *Controller) Gone() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Object returns a copy of the stored object with its status.
+func (c *Controller) Object() *api.ModelDeployment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return operator.DeepCopy(c.obj)
+}
+
+// Apply stores next (admitted and defaulted by the caller) as the API
+// server stores an update: next must carry the stored resourceVersion
+// (ErrConflict otherwise), the status stays the controller's, a spec change
+// bumps the generation, and the resourceVersion moves on.
+func (c *Controller) Apply(next *api.ModelDeployment) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleting {
+		return fmt.Errorf("%s is being deleted", c.key())
+	}
+	old := c.obj
+	if next.Metadata.ResourceVersion != old.Metadata.ResourceVersion {
+		return fmt.Errorf("update %s: %w", c.key(), ErrConflict)
+	}
+	next = operator.DeepCopy(next)
+	next.Status = old.Status
+	next.Metadata.Generation = old.Metadata.Generation
+	if !reflect.DeepEqual(next.Spec, old.Spec) {
+		next.Metadata.Generation++
+		c.converged = false
+	}
+	rv, _ := strconv.Atoi(old.Metadata.ResourceVersion)
+	next.Metadata.ResourceVersion = strconv.Itoa(rv + 1)
+	c.obj = next
+	c.events = append(c.events, kubelet.Event{Time: time.Now(), Namespace: c.namespace,
+		Type: "Normal", Reason: "Updated", Message: fmt.Sprintf("spec updated to generation %d",
+			next.Metadata.Generation)})
+	c.poke()
+	return nil
+}
+
+// Delete marks the deployment for deletion; the loop then deletes its Pods
+// and ends once they are gone (Done).
+func (c *Controller) Delete() {
+	c.mu.Lock()
+	first := !c.deleting
+	c.deleting = true
+	c.mu.Unlock()
+	if first {
+		c.normal("Deleting", "ModelDeployment deletion requested")
+	}
+	c.poke()
+}
+
+// Record keeps a kubelet event about one of this deployment's Pods.
+func (c *Controller) Record(e kubelet.Event) {
+	c.mu.Lock()
+	c.events = append(c.events, e)
+	c.mu.Unlock()
+}
+
+// Events returns what happened to the deployment and its Pods, in order.
+func (c *Controller) Events() []kubelet.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.events)
+	slices.SortStableFunc(out, func(a, b kubelet.Event) int { return a.Time.Compare(b.Time) })
+	return out
+}
+
+func (c *Controller) normal(reason, msg string) { c.own("Normal", reason, msg) }
+func (c *Controller) warn(reason, msg string)   { c.own("Warning", reason, msg) }
+
+func (c *Controller) own(typ, reason, msg string) {
+	c.Record(kubelet.Event{Time: time.Now(), Namespace: c.namespace, Type: typ, Reason: reason, Message: msg})
+}
+
+// PodChanged takes the kubelet's status update of one of this deployment's
+// Pods; engine Pods are counted for Cost.
+func (c *Controller) PodChanged(u kubelet.PodUpdate) {
+	if !isEnginePod(u.Pod.Labels) {
+		return
+	}
+	o := clusters.PodObservation{UID: u.Pod.UID, Ready: u.Pod.Ready && !u.Removed}
+	if u.Removed {
+		o.GoneAt = u.At
+	}
+	if o.Ready {
+		o.ReadySince = u.At
+	}
+	// Sim Pods request no accelerators: the sim holds none, and its scaled
+	// clock would make accelerator-seconds a figure of nothing.
+	c.cost.Observe(o)
+}
+
+// Cost counts the engine Pods this controller created and those that became
+// Ready; it is final once Done is closed.
+func (c *Controller) Cost() clusters.Cost { return c.cost.Cost(time.Now()) }
+
+// isEnginePod: engine Pods carry the role's component label, router Pods
+// the router label.
+func isEnginePod(labels map[string]string) bool {
+	_, role := labels[api.LabelComponent]
+	_, router := labels[api.LabelRouter]
+	return role && !router
+}
+
+// engineEnv is a fresh copy of the engines' knobs for one container.
+func (c *Controller) engineEnv() map[string]string {
+	env := maps.Clone(c.cfg.EngineEnv)
+	if env == nil {
+		env = map[string]string{}
+	}
+	return env
+}
