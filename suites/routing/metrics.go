@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
@@ -18,10 +18,26 @@ import (
 	"github.com/gpustack/routing-conformance/traffic"
 )
 
+// ClaimMetrics: the routers' per-worker series name the replicas.
+const ClaimMetrics = "metrics"
+
+var _ = register(Claim{
+	Name:        ClaimMetrics,
+	Title:       "Per-worker metrics",
+	Labels:      []string{LabelNeedsGPU},
+	PolicyLabel: true,
+	Require: func(e fixtures.Expectation) []string {
+		return need(nil, len(e.Series) > 0, "metrics needs series")
+	},
+	Deployment: documentedArgs,
+	Spec: func(_ api.Pair, input func() Input) {
+		PerWorkerMetricsSpec(func() PerWorkerMetricsSpecInput { return PerWorkerMetricsSpecInput{Input: input()} })
+	},
+})
+
 // PerWorkerMetricsSpecInput is the input of PerWorkerMetricsSpec.
 type PerWorkerMetricsSpecInput struct {
-	Target
-	Pair fixtures.Pair
+	Input
 }
 
 // PerWorkerMetricsSpec: after traffic, each router's documented per-worker
@@ -30,21 +46,17 @@ type PerWorkerMetricsSpecInput struct {
 // load (sglang-gateway's in-flight gauge) get concurrent traffic, sent again
 // on every poll until each replica has carried some.
 func PerWorkerMetricsSpec(input func() PerWorkerMetricsSpecInput) {
-	const spec = config.SpecMetrics
 	var (
 		in  PerWorkerMetricsSpecInput
 		exp fixtures.Expectation
 	)
 	BeforeEach(func() {
 		in = input()
-		in.check("PerWorkerMetricsSpec", in.Pair)
-		exp = expectation(fixtures.ClaimMetrics, in.Pair)
-		in.requireRunnable(in.Pair)
+		exp = in.begin("PerWorkerMetricsSpec", ClaimMetrics)
 	})
 
 	It("exports the documented per-worker series naming every replica", func(ctx SpecContext) {
-		md := in.build(in.Pair, objectName(spec, in.Pair), fixtures.WithRouterArgs(exp.RouterArgs...))
-		dep := in.deployReady(ctx, spec, md)
+		dep := in.ready(ctx, ClaimMetrics, exp.RouterArgs)
 		rs := in.replicas(ctx, dep)
 
 		plan := in.plan(ctx, dep, 4*len(rs))
@@ -57,74 +69,55 @@ func PerWorkerMetricsSpec(input func() PerWorkerMetricsSpecInput) {
 		}
 
 		var measured []string
-		var problems []string
+		var readings []reading
 		for _, s := range exp.Series {
-			var found report.Series
-			err := in.settle(ctx, spec, config.OpWaitMetrics, func(ctx context.Context) error {
+			ms := labelMatchers(s.Labels)
+			r := reading{what: fmt.Sprintf("the router's %s after traffic", metrics.Selector(s.Name, ms)), matcher: assertions.HaveSeries(s.Name, ms...)}
+			if s.WorkerLabel != "" {
+				r.matcher = assertions.HaveLabelValues(s.Name, s.WorkerLabel, workerValues(rs, s.WorkerValue), ms...)
+			}
+			r.after, r.err = settle(ctx, in.Target, ClaimMetrics, config.OpWaitMetrics, func(ctx context.Context) (metrics.Snapshot, error) {
 				if exp.Concurrent {
 					// The gauge is set only while a request is in flight on a worker.
 					if _, err := traffic.Run(ctx, plan); err != nil {
-						return err
+						return metrics.Snapshot{}, err
 					}
 				}
-				snap, err := dep.RouterMetrics(ctx)
-				if err != nil {
-					return err
-				}
-				found, err = seriesLabels(snap, s, rs, in.Pair)
-				return err
-			})
+				return dep.RouterMetrics(ctx)
+			}, r.matcher)
+			found := seriesEntry(r.after, s, rs, in.Pair)
 			report.Record(found)
-			if err != nil {
-				problems = append(problems, err.Error())
-			}
+			readings = append(readings, r)
 			if s.WorkerLabel != "" {
 				measured = append(measured, fmt.Sprintf("%s{%s}: %s", s.Name, s.WorkerLabel, strings.Join(found.Values, ", ")))
 			} else {
 				measured = append(measured, fmt.Sprintf("%s: %d series", s.Name, found.Samples))
 			}
 		}
-		report.Record(report.Claim{Claim: fixtures.ClaimMetrics, Pair: in.Pair.String(), Expected: exp.Summary, Measured: strings.Join(measured, "; ")})
-		Expect(problems).To(BeEmpty())
+		report.Record(report.Claim{Claim: ClaimMetrics, Pair: in.Pair.String(), Expected: exp.Summary, Measured: strings.Join(measured, "; ")})
+		for _, r := range readings {
+			r.expect()
+		}
 	})
 }
 
-// seriesLabels checks one documented series in a router scrape: it exists
-// and, when it is per worker, its worker label values are exactly the
-// replicas'.
-func seriesLabels(snap metrics.Snapshot, s fixtures.Series, rs []clusters.Replica, p fixtures.Pair) (report.Series, error) {
-	ms := labelMatchers(s.Labels)
-	out := report.Series{Claim: fixtures.ClaimMetrics, Pair: p.String(), Metric: s.Name, Label: s.WorkerLabel}
-	samples, err := snap.Select(s.Name, ms...)
-	if err != nil {
-		return out, err
+// seriesEntry is the report's view of one documented series in a router
+// scrape: how many samples, and, for a per-worker series, its worker label
+// values beside the replicas'.
+func seriesEntry(snap metrics.Snapshot, s fixtures.Series, rs []clusters.Replica, p api.Pair) report.Series {
+	out := report.Series{Claim: ClaimMetrics, Pair: p.String(), Metric: s.Name, Label: s.WorkerLabel}
+	samples, err := snap.Select(s.Name, labelMatchers(s.Labels)...)
+	if err != nil || len(samples) == 0 {
+		return out
 	}
 	out.Samples = len(samples)
-	if len(samples) == 0 {
-		return out, snap.NoSeries(s.Name, ms...) // with what is there instead
-	}
 	if s.WorkerLabel == "" {
-		return out, nil
+		return out
 	}
-	seen := map[string]bool{}
 	for _, sm := range samples {
-		seen[sm.Labels[s.WorkerLabel]] = true
+		out.Values = append(out.Values, sm.Labels[s.WorkerLabel])
 	}
-	for v := range seen {
-		out.Values = append(out.Values, v)
-	}
-	sort.Strings(out.Values)
+	out.Values = slices.Compact(slices.Sorted(slices.Values(out.Values)))
 	out.Replicas = workerValues(rs, s.WorkerValue)
-	if !slices.Equal(out.Values, out.Replicas) {
-		return out, fmt.Errorf("%s label %s has values %q; the replicas are %q", metrics.Selector(s.Name, ms), s.WorkerLabel, out.Values, out.Replicas)
-	}
-	return out, nil
+	return out
 }
-
-var _ = Describe("Per-worker metrics", Label(claimLabels(fixtures.ClaimMetrics, LabelNeedsGPU)...), func() {
-	for _, p := range fixtures.DocumentedPairs {
-		Describe(p.String(), Label(pairLabels(fixtures.ClaimMetrics, p)...), func() {
-			PerWorkerMetricsSpec(func() PerWorkerMetricsSpecInput { return PerWorkerMetricsSpecInput{Target: suite, Pair: p} })
-		})
-	}
-})

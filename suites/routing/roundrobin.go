@@ -3,12 +3,13 @@ package routing
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
@@ -16,10 +17,27 @@ import (
 	"github.com/gpustack/routing-conformance/report"
 )
 
+// ClaimRoundRobin: --policy round_robin set at creation.
+const ClaimRoundRobin = "roundrobin"
+
+var _ = register(Claim{
+	Name:        ClaimRoundRobin,
+	Title:       "Round robin",
+	Labels:      []string{LabelNeedsGPU},
+	PolicyLabel: true,
+	Require: func(e fixtures.Expectation) []string {
+		out := need(nil, e.Banner != "" && e.Split != nil && len(e.Series) > 0, "roundrobin needs banner, split and series")
+		return requireBanner(out, e.Banner)
+	},
+	Deployment: documentedArgs,
+	Spec: func(_ api.Pair, input func() Input) {
+		RoundRobinSpec(func() RoundRobinSpecInput { return RoundRobinSpecInput{Input: input()} })
+	},
+})
+
 // RoundRobinSpecInput is the input of RoundRobinSpec.
 type RoundRobinSpecInput struct {
-	Target
-	Pair fixtures.Pair
+	Input
 	// Requests overrides traffic.requests when > 0.
 	Requests int
 }
@@ -29,16 +47,13 @@ type RoundRobinSpecInput struct {
 // counts; the router's own counters rise as documented (vllm-router's
 // policy decisions per worker, sglang-gateway's selections in all).
 func RoundRobinSpec(input func() RoundRobinSpecInput) {
-	const spec = config.SpecRoundRobin
 	var (
 		in  RoundRobinSpecInput
 		exp fixtures.Expectation
 	)
 	BeforeEach(func() {
 		in = input()
-		in.check("RoundRobinSpec", in.Pair)
-		exp = expectation(fixtures.ClaimRoundRobin, in.Pair)
-		in.requireRunnable(in.Pair)
+		exp = in.begin("RoundRobinSpec", ClaimRoundRobin)
 		if in.Requests == 0 {
 			in.Requests = in.Config.Traffic.Requests
 		}
@@ -47,106 +62,76 @@ func RoundRobinSpec(input func() RoundRobinSpecInput) {
 	})
 
 	It("logs policy: RoundRobin, splits requests evenly and counts every pick", func(ctx SpecContext) {
-		md := in.build(in.Pair, objectName(spec, in.Pair), fixtures.WithRouterArgs(exp.RouterArgs...))
-		dep := in.deployReady(ctx, spec, md)
+		dep := in.ready(ctx, ClaimRoundRobin, exp.RouterArgs)
 
-		b := waitBanner(ctx, in.Target, spec, dep)
-		report.Record(report.Banner{Claim: fixtures.ClaimRoundRobin, Pair: in.Pair.String(), Expected: exp.Banner, Line: b.Summary()})
-		Expect(b.Summary()).To(ContainSubstring(exp.Banner), "the router's startup banner")
+		b := in.waitBanner(ctx, ClaimRoundRobin, dep)
+		report.Record(report.Banner{Claim: ClaimRoundRobin, Pair: in.Pair.String(), Expected: exp.Banner, Line: b.Summary()})
+		expectBanner(b, exp.Banner)
 
 		rs := in.replicas(ctx, dep)
 		routerBefore := routerMetrics(ctx, dep)
 		before := scrapeEngines(ctx, dep, rs)
 		rep := send(ctx, in.plan(ctx, dep, in.Requests))
-		s := in.measureSplit(ctx, spec, dep, in.Pair, rs, before, in.Requests)
+		s := in.measureSplit(ctx, ClaimRoundRobin, dep, in.Pair, rs, before, in.Requests)
 		want := shapeWords(*exp.Split, in.Requests, len(rs))
 		title := fmt.Sprintf("%d serial chats, --policy round_robin", in.Requests)
-		report.Record(splitEntry(fixtures.ClaimRoundRobin, in.Pair, title, s, rs, in.Requests, rep.Summary.Failed, want))
+		report.Record(splitEntry(ClaimRoundRobin, in.Pair, title, s, rs, in.Requests, rep.Summary.Failed, want))
 
 		measured := []string{s.Ratio()}
-		var problems []string
+		var rises []reading
 		for _, series := range exp.Series {
-			got, err := seriesDelta(ctx, in.Target, spec, fixtures.ClaimRoundRobin, in.Pair.String(), dep, routerBefore, series, rs, in.Requests)
-			if err != nil {
-				problems = append(problems, err.Error())
-			}
-			measured = append(measured, got)
+			words, r := in.seriesDelta(ctx, ClaimRoundRobin, dep, routerBefore, series, rs, in.Requests)
+			measured = append(measured, words)
+			rises = append(rises, r)
 		}
-		report.Record(report.Claim{Claim: fixtures.ClaimRoundRobin, Pair: in.Pair.String(), Expected: exp.Summary, Measured: strings.Join(measured, "; ")})
+		report.Record(report.Claim{Claim: ClaimRoundRobin, Pair: in.Pair.String(), Expected: exp.Summary, Measured: strings.Join(measured, "; ")})
 		expectShape(s, *exp.Split, in.Requests)
-		Expect(problems).To(BeEmpty())
+		for _, r := range rises {
+			r.expect()
+		}
 	})
-}
-
-// routerMetrics scrapes every router Pod.
-func routerMetrics(ctx context.Context, dep clusters.Deployment) metrics.Snapshot {
-	GinkgoHelper()
-	s, err := dep.RouterMetrics(ctx)
-	Expect(err).NotTo(HaveOccurred(), "scraping the router's metrics")
-	return s
 }
 
 // seriesDelta waits until a router series has risen as documented over the
 // traffic (per worker: requests/replicas on each replica's worker label; in
-// all: requests), records the deltas of the last reading and returns them in
-// words. The error says how the last reading differed.
-func seriesDelta(ctx context.Context, t Target, spec, claim, pair string, dep clusters.Deployment, before metrics.Snapshot,
-	s fixtures.Series, rs []clusters.Replica, requests int) (string, error) {
+// all: requests), records the deltas of the last reading and returns them
+// in words with the reading, for the caller to assert after recording the
+// rest.
+func (in Input) seriesDelta(ctx context.Context, claim string, dep clusters.Deployment, before metrics.Snapshot,
+	s fixtures.Series, rs []clusters.Replica, requests int) (string, reading) {
 	GinkgoHelper()
 	want := s.Expected(requests, len(rs))
 	ms := labelMatchers(s.Labels)
-	var got string
-	var read []metrics.SeriesDelta // the last reading that gave deltas: the evidence
-	check := func(ctx context.Context) error {
-		after, err := dep.RouterMetrics(ctx)
-		if err != nil {
-			return err
-		}
-		ds, err := metrics.Deltas(before, after, s.Name, ms...)
-		if err != nil {
-			return err
-		}
-		read = ds
-		if s.Delta == fixtures.DeltaPerWorker {
-			per := metrics.SumDeltasBy(ds, s.WorkerLabel)
-			var parts, bad []string
-			for _, w := range workerValues(rs, s.WorkerValue) {
-				parts = append(parts, fmt.Sprintf("%s=%s", w, metrics.FormatValue(per[w])))
-				if per[w] != want {
-					bad = append(bad, fmt.Sprintf("%s rose by %s, documented %s", w, metrics.FormatValue(per[w]), metrics.FormatValue(want)))
-				}
-			}
-			sort.Strings(parts)
-			got = fmt.Sprintf("%s +{%s}", metrics.Selector(s.Name, ms), strings.Join(parts, ", "))
-			if len(bad) > 0 {
-				return fmt.Errorf("%s: %s", metrics.Selector(s.Name, ms), strings.Join(bad, "; "))
-			}
-			return nil
-		}
-		total := metrics.SumDeltas(ds)
-		got = fmt.Sprintf("%s +%s", metrics.Selector(s.Name, ms), metrics.FormatValue(total))
-		if total != want {
-			return fmt.Errorf("%s rose by %s in all, documented %s", metrics.Selector(s.Name, ms), metrics.FormatValue(total), metrics.FormatValue(want))
-		}
-		return nil
+	sel := metrics.Selector(s.Name, ms)
+	workers := workerValues(rs, s.WorkerValue)
+	r := reading{what: fmt.Sprintf("the router's %s over %d requests", s.Name, requests),
+		matcher: assertions.HaveCounterRisenBy(before, s.Name, want, ms...)}
+	if s.Delta == fixtures.DeltaPerWorker {
+		r.matcher = assertions.HaveCounterRisenByPer(before, s.Name, s.WorkerLabel, workers, want, ms...)
 	}
-	By("checking " + metrics.Selector(s.Name, ms) + " rose as documented")
+	By("checking " + sel + " rose as documented")
 	// Counters settle once the last response is relayed: wait for them, then
-	// record the reading that was judged, whether or not it matched, and let
-	// the caller fail.
-	last := t.settle(ctx, spec, config.OpWaitMetrics, check)
-	for _, d := range read {
+	// record the reading that was judged, whether or not it matched.
+	r.after, r.err = settle(ctx, in.Target, claim, config.OpWaitMetrics, dep.RouterMetrics, r.matcher)
+	if r.err != nil {
+		return fmt.Sprintf("%s: %v", sel, r.err), r
+	}
+	ds, err := metrics.Deltas(before, r.after, s.Name, ms...)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", sel, err), r
+	}
+	for _, d := range ds {
 		expected := want
-		report.Record(report.MetricDelta{Claim: claim, Pair: pair, Metric: d.Name, Labels: d.Labels,
+		report.Record(report.MetricDelta{Claim: claim, Pair: in.Pair.String(), Metric: d.Name, Labels: d.Labels,
 			Before: d.Before, After: d.After, Delta: d.Delta(), Expected: &expected})
 	}
-	return got, last
-}
-
-var _ = Describe("Round robin", Label(claimLabels(fixtures.ClaimRoundRobin, LabelNeedsGPU)...), func() {
-	for _, p := range fixtures.DocumentedPairs {
-		Describe(p.String(), Label(pairLabels(fixtures.ClaimRoundRobin, p)...), func() {
-			RoundRobinSpec(func() RoundRobinSpecInput { return RoundRobinSpecInput{Target: suite, Pair: p} })
-		})
+	if s.Delta == fixtures.DeltaPerWorker {
+		per := metrics.SumDeltasBy(ds, s.WorkerLabel)
+		var parts []string
+		for _, w := range workers {
+			parts = append(parts, fmt.Sprintf("%s=%s", w, metrics.FormatValue(per[w])))
+		}
+		return fmt.Sprintf("%s +{%s}", sel, strings.Join(parts, ", ")), r
 	}
-})
+	return fmt.Sprintf("%s +%s", sel, metrics.FormatValue(metrics.SumDeltas(ds))), r
+}
