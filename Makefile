@@ -29,8 +29,9 @@ help: ## list targets
 test: unit ## unit tests with -race, then the suite on the sim target
 	$(MAKE) e2e E2E_TARGET=sim
 
-unit: ## unit tests of every package except the suites, with -race
+unit: ## unit tests of every package, with -race; of the suites only their registry checks, not the specs
 	$(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
+	$(GO) test -race -count=1 -timeout 5m -run '^TestRegistry' ./suites/...
 
 e2e: ## run the routing suite on E2E_TARGET (sim, kube, kind)
 	@mkdir -p "$(ARTIFACTS)"

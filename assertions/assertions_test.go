@@ -97,21 +97,28 @@ func TestHaveCounterRisenByRefusesToJudgeWithoutEvidence(t *testing.T) {
 	mustContain(t, failure("text", HaveCounterRisenBy(before, "x", 1), false), "expects a metrics.Snapshot, got string")
 }
 
-func TestHaveDelta(t *testing.T) {
-	before, after := roundRobin(t, 70, 50)
-	mustPass(t, failure(after, HaveDelta(before, "vllm_router_requests_total", BeNumerically(">=", 100)), false))
-	msg := failure(after, HaveDelta(before, "vllm_router_processed_requests_total", BeNumerically("<", 100), metrics.Has("worker")), false)
-	mustContain(t, msg, `The rise of vllm_router_processed_requests_total{worker!=""} (120) failed`, "to be <", `worker="http://127.3.0.8:8000"}: 1 → 51 (+50)`)
-}
-
-func TestHaveDeltaByWorker(t *testing.T) {
+func TestHaveCounterRisenByPerWorker(t *testing.T) {
 	before, after := roundRobin(t, 60, 60)
 	rr := metrics.Eq("policy", "round_robin")
-	mustPass(t, failure(after, HaveDeltaBy(before, "vllm_router_policy_decisions_total", "worker", And(HaveLen(2), HaveEach(BeEquivalentTo(60))), rr), false))
+	mustPass(t, failure(after, HaveCounterRisenByPer(before, "vllm_router_policy_decisions_total", "worker", []string{w1, w0}, 60, rr), false))
+	// Only the named workers are judged: one of them alone still rose by 60.
+	mustPass(t, failure(after, HaveCounterRisenByPer(before, "vllm_router_policy_decisions_total", "worker", []string{w0}, 60, rr), false))
 
 	before, after = roundRobin(t, 61, 59)
-	msg := failure(after, HaveDeltaBy(before, "vllm_router_policy_decisions_total", "worker", HaveEach(BeEquivalentTo(60)), rr), false)
-	mustContain(t, msg, "by worker", "worker=http://127.3.0.7:8000: 61", "worker=http://127.3.0.8:8000: 59", "evidence:")
+	msg := failure(after, HaveCounterRisenByPer(before, "vllm_router_policy_decisions_total", "worker", []string{w0, w1}, 60, rr), false)
+	mustContain(t, msg, `to have risen by 60 for each worker`, "worker=http://127.3.0.7:8000 rose by 61; worker=http://127.3.0.8:8000 rose by 59",
+		"worker=http://127.3.0.7:8000: 61", "evidence:", "1 → 62 (+61)")
+	// A worker without a series rose by nothing.
+	msg = failure(after, HaveCounterRisenByPer(before, "vllm_router_policy_decisions_total", "worker", []string{w0, "http://127.3.0.9:8000"}, 61, rr), false)
+	mustContain(t, msg, "worker=http://127.3.0.9:8000 rose by 0")
+	mustContain(t, failure(after, HaveCounterRisenByPer(before, "vllm_router_policy_decisions_total", "worker", []string{w0, w1}, 60, rr), false), "to have risen by 60")
+	before, after = roundRobin(t, 60, 60)
+	mustContain(t, failure(after, HaveCounterRisenByPer(before, "vllm_router_policy_decisions_total", "worker", []string{w0, w1}, 60, rr), true), "not to have risen by 60")
+
+	for _, negate := range []bool{false, true} {
+		mustContain(t, failure(after, HaveCounterRisenByPer(before, "vllm_router_policy_decision_total", "worker", []string{w0}, 60), negate), "no series vllm_router_policy_decision_total")
+		mustContain(t, failure(after, HaveCounterRisenByPer(before, "vllm_router_policy_decisions_total", "worker", nil, 60), negate), "no worker values to judge")
+	}
 }
 
 func TestHaveSeries(t *testing.T) {
@@ -129,33 +136,20 @@ func TestHaveSeries(t *testing.T) {
 	mustContain(t, msg, "Expected no series smg_worker_requests_active, but found", w1)
 }
 
-func TestHaveSumAndSumByOverMergedRouterPods(t *testing.T) {
-	a := exposition.Serve(t, exposition.SMG("round_robin", model, 70, []string{w0, w1}))
-	b := exposition.Serve(t, exposition.SMG("round_robin", model, 50, []string{w0, w1}))
-	m, err := metrics.Merge(scrape(t, a), scrape(t, b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr := metrics.Eq("policy", "round_robin")
-	mustPass(t, failure(m, HaveSum("smg_worker_selection_total", BeEquivalentTo(120), rr), false))
-	msg := failure(m, HaveSum("smg_worker_selection_total", BeEquivalentTo(100), rr), false)
-	mustContain(t, msg, "(120) failed", metrics.SourceLabel+`="`+a.URL+`"} 70`)
-
-	mustPass(t, failure(m, HaveSumBy("smg_worker_selection_total", metrics.SourceLabel, HaveLen(2), rr), false))
-	msg = failure(m, HaveSumBy("smg_worker_selection_total", metrics.SourceLabel, HaveKeyWithValue(a.URL, 60.0), rr), false)
-	mustContain(t, msg, "by "+metrics.SourceLabel, ": 70", ": 50")
-}
-
-func TestHaveLabelValuesIn(t *testing.T) {
+func TestHaveLabelValues(t *testing.T) {
 	s := scrape(t, exposition.Serve(t, exposition.VLLMRouter("cache_aware", map[string]int{w0: 3, w1: 4}, 2)))
-	mustPass(t, failure(s, HaveLabelValuesIn("vllm_router_processed_requests_total", "worker", []string{w1, w0}), false))
+	mustPass(t, failure(s, HaveLabelValues("vllm_router_processed_requests_total", "worker", []string{w1, w0}), false))
 
-	msg := failure(s, HaveLabelValuesIn("vllm_router_running_requests", "worker", []string{w0}), false)
-	mustContain(t, msg, "1 of 2 do not", `vllm_router_running_requests{worker="http://127.3.0.8:8000"} 0`, `["http://127.3.0.7:8000"]`)
+	msg := failure(s, HaveLabelValues("vllm_router_running_requests", "worker", []string{w0}), false)
+	mustContain(t, msg, `a series has worker="http://127.3.0.8:8000", which is not one of them`, `vllm_router_running_requests{worker="http://127.3.0.8:8000"} 0`,
+		`values found: ["http://127.3.0.7:8000" "http://127.3.0.8:8000"]`)
+	msg = failure(s, HaveLabelValues("vllm_router_running_requests", "worker", []string{w0, w1, "http://127.3.0.9:8000"}), false)
+	mustContain(t, msg, `no series has worker="http://127.3.0.9:8000"`)
+	msg = failure(s, HaveLabelValues("vllm_router_running_requests", "policy", []string{"cache_aware"}), false)
+	mustContain(t, msg, "a series has no policy", `no series has policy="cache_aware"`)
 	for _, negate := range []bool{false, true} {
-		msg = failure(s, HaveLabelValuesIn("vllm_router_procesed_requests_total", "worker", []string{w0}), negate)
+		msg = failure(s, HaveLabelValues("vllm_router_procesed_requests_total", "worker", []string{w0}), negate)
 		mustContain(t, msg, "no series vllm_router_procesed_requests_total", "nearest names present: vllm_router_processed_requests_total")
 	}
-	msg = failure(s, HaveLabelValuesIn("vllm_router_processed_requests_total", "worker", []string{w0, w1}), true)
-	mustContain(t, msg, "all 2 are inside")
+	mustContain(t, failure(s, HaveLabelValues("vllm_router_processed_requests_total", "worker", []string{w0, w1}), true), "not to carry worker with exactly")
 }

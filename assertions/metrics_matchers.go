@@ -62,62 +62,41 @@ func HaveCounterRisenBy(before metrics.Snapshot, name string, n float64, ms ...m
 	}}
 }
 
-// HaveDelta passes the summed rise of the selected series to inner, e.g.
-// HaveDelta(before, "vllm:prefix_cache_hits_total", BeNumerically(">=", 512)).
-func HaveDelta(before metrics.Snapshot, name string, inner types.GomegaMatcher, ms ...metrics.Matcher) types.GomegaMatcher {
+// HaveCounterRisenByPer succeeds when, for every value in values, the series
+// of name selected by ms whose label has that value, summed, rose by exactly
+// n from before to the actual metrics.Snapshot: "+60 per worker". Series with
+// other values of label are shown but not judged. A counter reset or a
+// missing series is an error that shows the series.
+//
+//	Expect(after).To(HaveCounterRisenByPer(before, "vllm_router_policy_decisions_total", "worker", workers, 60, metrics.Eq("policy", "round_robin")))
+func HaveCounterRisenByPer(before metrics.Snapshot, name, label string, values []string, n float64, ms ...metrics.Matcher) types.GomegaMatcher {
 	sel := metrics.Selector(name, ms)
+	want := slices.Sorted(slices.Values(values))
 	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
-		after, err := snapshotOf("HaveDelta", actual)
+		after, err := snapshotOf("HaveCounterRisenByPer", actual)
 		if err != nil {
 			return false, "", "", err
 		}
-		ds, err := metrics.Deltas(before, after, name, ms...)
-		if err != nil {
-			return false, "", "", fmt.Errorf("HaveDelta(%s): %w", sel, err)
-		}
-		got := metrics.SumDeltas(ds)
-		ok, err := inner.Match(got)
-		if err != nil {
-			return false, "", "", fmt.Errorf("HaveDelta(%s): %w", sel, err)
-		}
-		msg := fmt.Sprintf("The rise of %s (%s) failed:\n%s\nevidence:\n%s", sel, metrics.FormatValue(got), indent(innerMessage(inner, ok, got), "  "), deltaEvidence(ds, before, after))
-		return ok, msg, msg, nil
-	}}
-}
-
-// HaveDeltaBy passes the rise of the selected series per value of label (a
-// map[string]float64, like PromQL `sum by (label)`) to inner, e.g. 60 per
-// worker: HaveDeltaBy(before, "vllm_router_policy_decisions_total", "worker",
-// HaveEach(BeEquivalentTo(60)), metrics.Eq("policy", "round_robin")).
-func HaveDeltaBy(before metrics.Snapshot, name, label string, inner types.GomegaMatcher, ms ...metrics.Matcher) types.GomegaMatcher {
-	sel := metrics.Selector(name, ms)
-	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
-		after, err := snapshotOf("HaveDeltaBy", actual)
-		if err != nil {
-			return false, "", "", err
+		if len(want) == 0 {
+			return false, "", "", fmt.Errorf("HaveCounterRisenByPer(%s by %s): no %s values to judge", sel, label, label)
 		}
 		ds, err := metrics.Deltas(before, after, name, ms...)
 		if err != nil {
-			return false, "", "", fmt.Errorf("HaveDeltaBy(%s by %s): %w", sel, label, err)
+			return false, "", "", fmt.Errorf("HaveCounterRisenByPer(%s by %s, %s): %w", sel, label, metrics.FormatValue(n), err)
 		}
 		by := metrics.SumDeltasBy(ds, label)
-		ok, err := inner.Match(by)
-		if err != nil {
-			return false, "", "", fmt.Errorf("HaveDeltaBy(%s by %s): %w", sel, label, err)
+		var off []string
+		for _, v := range want {
+			if by[v] != n {
+				off = append(off, fmt.Sprintf("%s=%s rose by %s", label, v, metrics.FormatValue(by[v])))
+			}
 		}
-		msg := fmt.Sprintf("The rise of %s by %s:\n%s\n%s\nevidence:\n%s", sel, label, groupTable(label, by), indent(innerMessage(inner, ok, by), "  "), deltaEvidence(ds, before, after))
-		return ok, msg, msg, nil
+		ev := fmt.Sprintf("%s\nevidence:\n%s", groupTable(label, by), deltaEvidence(ds, before, after))
+		return len(off) == 0,
+			fmt.Sprintf("Expected %s to have risen by %s for each %s of %q, but %s:\n%s", sel, metrics.FormatValue(n), label, want, strings.Join(off, "; "), ev),
+			fmt.Sprintf("Expected %s not to have risen by %s for each %s of %q, but it did:\n%s", sel, metrics.FormatValue(n), label, want, ev),
+			nil
 	}}
-}
-
-// innerMessage asks a wrapped matcher for the one message that applies: a
-// matcher's FailureMessage is only valid after it failed (gomega's And keeps
-// state for it), its NegatedFailureMessage only after it succeeded.
-func innerMessage(inner types.GomegaMatcher, ok bool, actual any) string {
-	if ok {
-		return inner.NegatedFailureMessage(actual)
-	}
-	return inner.FailureMessage(actual)
 }
 
 func groupTable(label string, by map[string]float64) string {
@@ -158,87 +137,58 @@ func HaveSeries(name string, ms ...metrics.Matcher) types.GomegaMatcher {
 	}}
 }
 
-// HaveSum passes the sum of the selected series in the snapshot to inner,
-// e.g. HaveSum("vllm:num_requests_running", BeZero()).
-func HaveSum(name string, inner types.GomegaMatcher, ms ...metrics.Matcher) types.GomegaMatcher {
+// HaveLabelValues succeeds when the series of name selected by ms carry
+// label with exactly the values given, as a set (order free): every value
+// named, and no other value or series without the label. E.g. the worker
+// labels of vllm_router_processed_requests_total are exactly the replicas'
+// http://<podIP>:<port>. With no series there is nothing to judge: an error
+// naming the nearest series, for To and NotTo alike.
+func HaveLabelValues(name, label string, values []string, ms ...metrics.Matcher) types.GomegaMatcher {
 	sel := metrics.Selector(name, ms)
+	want := slices.Compact(slices.Sorted(slices.Values(values)))
 	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
-		s, err := snapshotOf("HaveSum", actual)
-		if err != nil {
-			return false, "", "", err
-		}
-		sum, err := s.Sum(name, ms...)
-		if err != nil {
-			return false, "", "", fmt.Errorf("HaveSum(%s): %w", sel, err)
-		}
-		got, _ := s.Select(name, ms...)
-		ok, err := inner.Match(sum)
-		if err != nil {
-			return false, "", "", fmt.Errorf("HaveSum(%s): %w", sel, err)
-		}
-		msg := fmt.Sprintf("The sum of %s (%s) failed:\n%s\nseries:\n%s", sel, metrics.FormatValue(sum), indent(innerMessage(inner, ok, sum), "  "), sampleLines(got))
-		return ok, msg, msg, nil
-	}}
-}
-
-// HaveSumBy passes the selected series summed per value of label (a
-// map[string]float64) to inner, e.g. every router Pod's picks:
-// HaveSumBy("smg_worker_selection_total", metrics.SourceLabel, HaveLen(2)).
-func HaveSumBy(name, label string, inner types.GomegaMatcher, ms ...metrics.Matcher) types.GomegaMatcher {
-	sel := metrics.Selector(name, ms)
-	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
-		s, err := snapshotOf("HaveSumBy", actual)
-		if err != nil {
-			return false, "", "", err
-		}
-		by, err := s.SumBy(name, label, ms...)
-		if err != nil {
-			return false, "", "", fmt.Errorf("HaveSumBy(%s by %s): %w", sel, label, err)
-		}
-		ok, err := inner.Match(by)
-		if err != nil {
-			return false, "", "", fmt.Errorf("HaveSumBy(%s by %s): %w", sel, label, err)
-		}
-		msg := fmt.Sprintf("The sum of %s by %s:\n%s\n%s", sel, label, groupTable(label, by), indent(innerMessage(inner, ok, by), "  "))
-		return ok, msg, msg, nil
-	}}
-}
-
-// HaveLabelValuesIn succeeds when there is at least one series of name
-// (selected by ms) and every one carries label with a value in allowed, e.g.
-// every vllm_router_processed_requests_total has a worker naming a replica's
-// Pod address. Failure lists the offending series and the allowed set.
-func HaveLabelValuesIn(name, label string, allowed []string, ms ...metrics.Matcher) types.GomegaMatcher {
-	sel := metrics.Selector(name, ms)
-	allowedSorted := slices.Sorted(slices.Values(allowed))
-	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
-		s, err := snapshotOf("HaveLabelValuesIn", actual)
+		s, err := snapshotOf("HaveLabelValues", actual)
 		if err != nil {
 			return false, "", "", err
 		}
 		got, err := s.Select(name, ms...)
 		if err != nil {
-			return false, "", "", fmt.Errorf("HaveLabelValuesIn(%s, %s): %w", sel, label, err)
+			return false, "", "", fmt.Errorf("HaveLabelValues(%s, %s): %w", sel, label, err)
 		}
-		set := fmt.Sprintf("%q", allowedSorted)
 		if len(got) == 0 {
-			// "every series" of none would pass vacuously either way round.
-			return false, "", "", fmt.Errorf("HaveLabelValuesIn(%s, %s in %s): %w", sel, label, set, s.NoSeries(name, ms...))
+			return false, "", "", fmt.Errorf("HaveLabelValues(%s, %s = %q): %w", sel, label, want, s.NoSeries(name, ms...))
 		}
-		var bad []metrics.Sample
-		for _, smp := range got {
-			v, has := smp.Labels[label]
-			if !has || !slices.Contains(allowed, v) {
-				bad = append(bad, smp)
+		seen := labelValues(got, label)
+		var diffs []string
+		for _, v := range want {
+			if !slices.Contains(seen, v) {
+				diffs = append(diffs, fmt.Sprintf("no series has %s=%q", label, v))
 			}
 		}
-		if len(bad) > 0 {
-			return false, fmt.Sprintf("Expected every series %s to have %s in %s, but %d of %d do not:\n%s",
-				sel, label, set, len(bad), len(got), sampleLines(bad)), "", nil
+		for _, v := range seen {
+			switch {
+			case v == "":
+				diffs = append(diffs, fmt.Sprintf("a series has no %s", label))
+			case !slices.Contains(want, v):
+				diffs = append(diffs, fmt.Sprintf("a series has %s=%q, which is not one of them", label, v))
+			}
 		}
-		return true, "", fmt.Sprintf("Expected some series %s to have %s outside %s, but all %d are inside:\n%s",
-			sel, label, set, len(got), sampleLines(got)), nil
+		ev := fmt.Sprintf("values found: %q\nseries:\n%s", seen, sampleLines(got))
+		return len(diffs) == 0,
+			fmt.Sprintf("Expected the series %s to carry %s with exactly %q, but %s:\n%s", sel, label, want, strings.Join(diffs, "; "), ev),
+			fmt.Sprintf("Expected the series %s not to carry %s with exactly %q, but they do:\n%s", sel, label, want, ev),
+			nil
 	}}
+}
+
+// labelValues lists the distinct values of label on samples, sorted; ""
+// stands for samples without it.
+func labelValues(samples []metrics.Sample, label string) []string {
+	var out []string
+	for _, s := range samples {
+		out = append(out, s.Labels[label])
+	}
+	return slices.Compact(slices.Sorted(slices.Values(out)))
 }
 
 func sampleLines(ss []metrics.Sample) string {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/onsi/gomega/types"
+
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/assertions/rustdebug"
 )
@@ -21,122 +23,83 @@ func logText(matcher string, actual any) (string, error) {
 	return "", wrongType(matcher, "log text (string or []byte)", actual)
 }
 
-// BannerMatcher checks one part of the last startup banner in a router's
-// log: its policy, mode or kv_connector.
-type BannerMatcher struct {
-	evidenceMatcher
-	part   string // "policy", "mode", "kv_connector"
-	name   string
-	fields []any
-}
-
 // HaveStartedWithPolicy succeeds when the router's last startup banner
-// (docs/routers.md#banner) shows policy name (the Debug variant name:
-// "CacheAware", "RoundRobin", ...) and each given field has the given value.
-// fields are pairs of field name and value; values compare as
-// rustdebug.Value.Matches says (0.3 matches `0.3`, 1 matches `1.0`, a string
-// matches a string, a variant or the Debug text):
+// (docs/routers.md#banner) shows exactly this policy, written in the Debug form the
+// router prints (expect.yaml's banner after "policy: "), e.g. "RoundRobin" or
+// "CacheAware { cache_threshold: 0.3, balance_abs_threshold: 64, ... }".
+// Numbers compare by value (1 matches 1.0) and spacing is free; the variant
+// and every field must be the same, none missing and none added. A failure
+// names each difference and shows the banner line found:
 //
-//	Expect(logs).To(HaveStartedWithPolicy("CacheAware", "cache_threshold", 0.3, "balance_abs_threshold", 64))
+//	Expect(logs).To(HaveStartedWithPolicy("RoundRobin"))
 //
-// The actual value is log text (string or []byte), ANSI codes and all.
-func HaveStartedWithPolicy(name string, fields ...any) *BannerMatcher {
-	return newBannerMatcher("policy", name, fields)
-}
-
-// HaveStartedWithMode is HaveStartedWithPolicy for the routing mode
-// ("Regular", "VllmPrefillDecode", "PrefillDecode"), e.g.
-// HaveStartedWithMode("VllmPrefillDecode", "prefill_policy", "Some(RoundRobin)").
-func HaveStartedWithMode(name string, fields ...any) *BannerMatcher {
-	return newBannerMatcher("mode", name, fields)
-}
-
-// HaveStartedWithKVConnector checks vllm-router's kv_connector ("Nixl",
-// "Mooncake", "MoriIO"). A banner without one (sgl-model-gateway) fails.
-func HaveStartedWithKVConnector(name string) *BannerMatcher {
-	return newBannerMatcher("kv_connector", name, nil)
-}
-
-func newBannerMatcher(part, name string, fields []any) *BannerMatcher {
-	m := &BannerMatcher{part: part, name: name, fields: fields}
-	m.check = m.run
-	return m
-}
-
-func (m *BannerMatcher) want() string {
-	if len(m.fields) == 0 {
-		return m.part + " " + m.name
-	}
-	parts := make([]string, 0, len(m.fields)/2)
-	for i := 0; i+1 < len(m.fields); i += 2 {
-		parts = append(parts, fmt.Sprintf("%v: %v", m.fields[i], m.fields[i+1]))
-	}
-	return fmt.Sprintf("%s %s { %s }", m.part, m.name, strings.Join(parts, ", "))
-}
-
-func (m *BannerMatcher) run(actual any) (bool, string, string, error) {
-	matcher := map[string]string{"policy": "HaveStartedWithPolicy", "mode": "HaveStartedWithMode", "kv_connector": "HaveStartedWithKVConnector"}[m.part]
-	if len(m.fields)%2 != 0 {
-		return false, "", "", fmt.Errorf("%s(%q, ...): fields must be name, value pairs; got %d arguments", matcher, m.name, len(m.fields))
-	}
-	for i := 0; i < len(m.fields); i += 2 {
-		if _, ok := m.fields[i].(string); !ok {
-			return false, "", "", fmt.Errorf("%s(%q, ...): field name %d is a %T, want a string", matcher, m.name, i/2, m.fields[i])
+// The actual value is a routerlog.Banner, or log text (string or []byte,
+// ANSI codes and all) whose last banner is the running process's.
+func HaveStartedWithPolicy(debug string) types.GomegaMatcher {
+	want, perr := rustdebug.Parse(debug)
+	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
+		const matcher = "HaveStartedWithPolicy"
+		if perr != nil {
+			return false, "", "", fmt.Errorf("%s(%q): the expected policy is not a Debug form: %w", matcher, debug, perr)
 		}
-	}
-	var b routerlog.Banner
-	var count int
-	switch v := actual.(type) {
-	case routerlog.Banner:
-		b, count = v, 1
-	default:
-		logs, err := logText(matcher, actual)
+		b, count, err := lastBanner(matcher, actual)
 		if err != nil {
-			return false, "", "", err
+			return false, "", "", fmt.Errorf("%s: expected a startup banner showing policy %s, but found %w", matcher, want, err)
 		}
-		bs, _ := routerlog.FindBanners(logs)
-		if len(bs) == 0 {
-			_, err := routerlog.FindBanner(logs) // the *NoBannerError, with the log's tail
-			return false, "", "", fmt.Errorf("%s: expected a startup banner showing %s, but found %w", matcher, m.want(), err)
-		}
-		// The last banner is the running process's; how many there were is evidence.
-		b, count = bs[len(bs)-1], len(bs)
+		diffs := valueDiffs("policy", b.Policy, want)
+		ev := bannerEvidence(b, count)
+		return len(diffs) == 0,
+			fmt.Sprintf("Expected the router's startup banner to show policy %s, but %s:\n%s", want, strings.Join(diffs, "; "), ev),
+			fmt.Sprintf("Expected the router's startup banner not to show policy %s, but it does:\n%s", want, ev),
+			nil
+	}}
+}
+
+// lastBanner is the banner actual holds: a Banner itself, or the last one in
+// log text (how many there were is evidence of restarts).
+func lastBanner(matcher string, actual any) (routerlog.Banner, int, error) {
+	if b, ok := actual.(routerlog.Banner); ok {
+		return b, 1, nil
 	}
-	var v rustdebug.Value
-	switch m.part {
-	case "policy":
-		v = b.Policy
-	case "mode":
-		v = b.Mode
-	default:
-		if !b.HasKVConnector {
-			return false, fmt.Sprintf("Expected the startup banner to show kv_connector %s, but it has no kv_connector part (sgl-model-gateway prints none):\n%s", m.name, bannerEvidence(b, count)), "", nil
-		}
-		v = b.KVConnector
+	logs, err := logText(matcher, actual)
+	if err != nil {
+		return routerlog.Banner{}, 0, err
+	}
+	bs, _ := routerlog.FindBanners(logs)
+	if len(bs) == 0 {
+		_, err := routerlog.FindBanner(logs) // the *NoBannerError, with the log's tail
+		return routerlog.Banner{}, 0, err
+	}
+	return bs[len(bs)-1], len(bs), nil
+}
+
+// valueDiffs says how got differs from want, field by field.
+func valueDiffs(part string, got, want rustdebug.Value) []string {
+	if got.TypeName() != want.TypeName() {
+		// Another variant: its fields say nothing about the wanted one's.
+		return []string{fmt.Sprintf("%s is %s", part, got.TypeName())}
 	}
 	var diffs []string
-	if v.TypeName() != m.name {
-		// Another variant: its fields say nothing about the wanted one's.
-		diffs = append(diffs, fmt.Sprintf("%s is %s", m.part, v.TypeName()))
-	} else {
-		for i := 0; i < len(m.fields); i += 2 {
-			f := m.fields[i].(string)
-			got, ok := v.Field(f)
-			switch {
-			case !ok && len(v.Fields) == 0:
-				diffs = append(diffs, fmt.Sprintf("%s %s has no fields, so no %s", m.part, m.name, f))
-			case !ok:
-				diffs = append(diffs, fmt.Sprintf("%s has no field %s (its fields: %s)", m.part, f, strings.Join(v.FieldNames(), ", ")))
-			case !got.Matches(m.fields[i+1]):
-				diffs = append(diffs, fmt.Sprintf("%s.%s is %s, want %v", m.part, f, got, m.fields[i+1]))
-			}
+	for _, f := range want.Fields {
+		g, ok := got.Field(f.Name)
+		switch {
+		case !ok && len(got.Fields) == 0:
+			diffs = append(diffs, fmt.Sprintf("%s %s has no fields, so no %s", part, got.TypeName(), f.Name))
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s has no field %s (its fields: %s)", part, f.Name, strings.Join(got.FieldNames(), ", ")))
+		case !g.Equal(f.Value):
+			diffs = append(diffs, fmt.Sprintf("%s.%s is %s, want %s", part, f.Name, g, f.Value))
 		}
 	}
-	ev := bannerEvidence(b, count)
-	return len(diffs) == 0,
-		fmt.Sprintf("Expected the router's startup banner to show %s, but %s:\n%s", m.want(), strings.Join(diffs, "; "), ev),
-		fmt.Sprintf("Expected the router's startup banner not to show %s, but it does:\n%s", m.want(), ev),
-		nil
+	for _, f := range got.Fields {
+		if _, ok := want.Field(f.Name); !ok {
+			diffs = append(diffs, fmt.Sprintf("%s has field %s: %s, which the expectation does not show", part, f.Name, f.Value))
+		}
+	}
+	if len(diffs) == 0 && !got.Equal(want) {
+		diffs = append(diffs, fmt.Sprintf("%s is %s", part, got))
+	}
+	return diffs
 }
 
 func bannerEvidence(b routerlog.Banner, count int) string {
@@ -151,25 +114,19 @@ func bannerEvidence(b routerlog.Banner, count int) string {
 // (docs/routers.md#clap-errors) in its output (stderr, or logs including it).
 type ClapMatcher struct {
 	evidenceMatcher
-	kind           routerlog.ClapErrorKind
 	value, flag    string
 	possibleValues []string
 	tip            *string // nil: not checked; "": no tip expected
+	lines          []string
 }
 
 // HaveRefusedPolicyValue succeeds when the output holds clap's
-// `error: invalid value '<value>' for '<flag> <...>'`. Chain
-// WithPossibleValues, WithTip or WithoutTip to check the rest of the block.
+// `error: invalid value '<value>' for '<flag> <...>'`. flag is the flag
+// ("--policy") or the argument as clap names it ("--policy <POLICY>"). Chain
+// WithPossibleValues, WithTip or WithoutTip, and WithLines to check the rest
+// of the block.
 func HaveRefusedPolicyValue(value, flag string) *ClapMatcher {
-	m := &ClapMatcher{kind: routerlog.InvalidValue, value: value, flag: flag}
-	m.check = m.run
-	return m
-}
-
-// HaveRefusedRepeatedArgument succeeds when the output holds clap's
-// `error: the argument '<flag> <...>' cannot be used multiple times`.
-func HaveRefusedRepeatedArgument(flag string) *ClapMatcher {
-	m := &ClapMatcher{kind: routerlog.ArgumentRepeated, flag: flag}
+	m := &ClapMatcher{value: value, flag: flag}
 	m.check = m.run
 	return m
 }
@@ -190,21 +147,12 @@ func (m *ClapMatcher) WithTip(value string) *ClapMatcher { m.tip = &value; retur
 // WithoutTip also requires that clap offered no similar value.
 func (m *ClapMatcher) WithoutTip() *ClapMatcher { none := ""; m.tip = &none; return m }
 
-// name is the constructor that built m, for error messages.
-func (m *ClapMatcher) name() string {
-	if m.kind == routerlog.ArgumentRepeated {
-		return "HaveRefusedRepeatedArgument"
-	}
-	return "HaveRefusedPolicyValue"
-}
+// WithLines also requires each line, verbatim, in clap's error block: its
+// exact wording, as the docs quote it.
+func (m *ClapMatcher) WithLines(lines ...string) *ClapMatcher { m.lines = lines; return m }
 
 func (m *ClapMatcher) want() string {
-	var w string
-	if m.kind == routerlog.InvalidValue {
-		w = fmt.Sprintf("clap to refuse %q for %s", m.value, m.flag)
-	} else {
-		w = fmt.Sprintf("clap to refuse %s given more than once", m.flag)
-	}
+	w := fmt.Sprintf("clap to refuse %q for %s", m.value, m.flag)
 	if m.possibleValues != nil {
 		w += fmt.Sprintf(" listing possible values %s", strings.Join(m.possibleValues, ", "))
 	}
@@ -215,11 +163,14 @@ func (m *ClapMatcher) want() string {
 			w += fmt.Sprintf(" with tip %q", *m.tip)
 		}
 	}
+	if len(m.lines) > 0 {
+		w += fmt.Sprintf(" in the %d documented lines", len(m.lines))
+	}
 	return w
 }
 
 func (m *ClapMatcher) run(actual any) (bool, string, string, error) {
-	out, err := logText(m.name(), actual)
+	out, err := logText("HaveRefusedPolicyValue", actual)
 	if err != nil {
 		return false, "", "", err
 	}
@@ -228,13 +179,13 @@ func (m *ClapMatcher) run(actual any) (bool, string, string, error) {
 		return false, fmt.Sprintf("Expected %s, but found %v", m.want(), err), "", nil
 	}
 	var diffs []string
-	if ce.Kind != m.kind {
+	if ce.Kind != routerlog.InvalidValue {
 		diffs = append(diffs, fmt.Sprintf("the error is of kind %s", ce.Kind))
 	}
-	if ce.Flag != m.flag {
+	if ce.Flag != m.flag && ce.Arg != m.flag {
 		diffs = append(diffs, fmt.Sprintf("it is about %q", ce.Arg))
 	}
-	if m.kind == routerlog.InvalidValue && ce.Value != m.value {
+	if ce.Value != m.value {
 		diffs = append(diffs, fmt.Sprintf("the refused value is %q", ce.Value))
 	}
 	if m.possibleValues != nil && !slices.Equal(ce.PossibleValues, m.possibleValues) {
@@ -248,6 +199,11 @@ func (m *ClapMatcher) run(actual any) (bool, string, string, error) {
 			diffs = append(diffs, "clap offered no similar value")
 		case *m.tip != "" && !slices.Contains(ce.Tips, *m.tip):
 			diffs = append(diffs, fmt.Sprintf("clap offered %q", ce.Tips))
+		}
+	}
+	for _, l := range m.lines {
+		if !strings.Contains(ce.Text, l) {
+			diffs = append(diffs, fmt.Sprintf("the block lacks the line %q", l))
 		}
 	}
 	ev := fmt.Sprintf("clap's output from line %d:\n%s", ce.Line, indent(ce.Text, "  | "))

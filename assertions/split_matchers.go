@@ -2,7 +2,6 @@ package assertions
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -57,50 +56,6 @@ func BeAllOnOneReplica() types.GomegaMatcher {
 			return true, ""
 		}
 		return false, fmt.Sprintf("%d replicas served requests (%s)", len(served), strings.Join(served, ", "))
-	})
-}
-
-// BeAllOn: every counted request went to the named replica.
-func BeAllOn(replica string) types.GomegaMatcher {
-	return splitMatcher("BeAllOn", "to be all on "+replica, func(s split.Split) (bool, string) {
-		if !slices.Contains(s.Replicas, replica) {
-			return false, fmt.Sprintf("%s is not one of its replicas", replica)
-		}
-		served := s.Served()
-		if len(served) == 1 && served[0] == replica {
-			return true, ""
-		}
-		if len(served) == 0 {
-			return false, "no replica counted any request"
-		}
-		return false, fmt.Sprintf("requests went to %s", strings.Join(served, ", "))
-	})
-}
-
-// BeEvenWithin: every replica is within ±k of an even share (total/replicas).
-func BeEvenWithin(k int) types.GomegaMatcher {
-	return splitMatcher("BeEvenWithin", fmt.Sprintf("to be even within ±%d", k), func(s split.Split) (bool, string) {
-		even := float64(s.Total()) / float64(len(s.Replicas))
-		var off []string
-		for _, r := range s.Replicas {
-			if d := float64(s.Count(r)) - even; math.Abs(d) > float64(k) {
-				off = append(off, fmt.Sprintf("%s is %+g from the even share %g", r, d, even))
-			}
-		}
-		return len(off) == 0, strings.Join(off, "; ")
-	})
-}
-
-// HaveAtLeastPerReplica: every replica counted at least m.
-func HaveAtLeastPerReplica(m int) types.GomegaMatcher {
-	return splitMatcher("HaveAtLeastPerReplica", fmt.Sprintf("to give every replica at least %d", m), func(s split.Split) (bool, string) {
-		var low []string
-		for _, r := range s.Replicas {
-			if s.Count(r) < m {
-				low = append(low, fmt.Sprintf("%s got %d", r, s.Count(r)))
-			}
-		}
-		return len(low) == 0, strings.Join(low, "; ")
 	})
 }
 

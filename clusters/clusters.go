@@ -146,25 +146,24 @@ type Environment struct {
 	// Accelerators remaining per Active InstanceType.
 	Accelerators map[string]int64 `json:"accelerators,omitempty"`
 	// Pairs lists what the target can run; a pair missing here is skipped.
-	Pairs []Pair `json:"pairs"`
+	Pairs []PairSupport `json:"pairs"`
 	// Notes are free-form lines for the report (e.g. "engines are simulated").
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Pair is a router/engine combination and whether the target supports it.
-type Pair struct {
-	Router    string `json:"router"`
-	Engine    string `json:"engine"`
-	Supported bool   `json:"supported"`
+// PairSupport is whether the target can run a router/engine pair.
+type PairSupport struct {
+	api.Pair
+	Supported bool `json:"supported"`
 	// Reason explains an unsupported pair (shown as the skip reason).
 	Reason string `json:"reason,omitempty"`
 }
 
 // Supports reports whether the target can run router+engine, and why not.
 func (e Environment) Supports(router, engine string) (bool, string) {
-	for _, p := range e.Pairs {
-		if p.Router == router && p.Engine == engine {
-			return p.Supported, p.Reason
+	for _, s := range e.Pairs {
+		if s.Router == router && s.Engine == engine {
+			return s.Supported, s.Reason
 		}
 	}
 	return false, fmt.Sprintf("target %s does not offer %s with %s", e.Target, router, engine)

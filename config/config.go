@@ -74,6 +74,9 @@ type Config struct {
 
 	// file is the path the config was read from, for error messages.
 	file string
+	// specs are the names accepted before the slash of an interval key
+	// besides default, sorted: the suite's claims.
+	specs []string
 	// sources records where each field path came from: a file line or an
 	// environment variable.
 	lines   map[string]int
@@ -160,21 +163,11 @@ type Kind struct {
 	KeepCluster bool `json:"keepCluster,omitempty"`
 }
 
-// Interval names. A spec asks for Interval(spec, op); the file may set
-// <spec>/<op> and must (after defaults) set default/<op>.
-const (
-	SpecDefault = "default"
-)
-
-// Spec names that may appear before the slash of an interval key.
-const (
-	SpecDefaults   = "defaults"
-	SpecAffinity   = "affinity"
-	SpecRoundRobin = "roundrobin"
-	SpecBadPolicy  = "badpolicy"
-	SpecAdmission  = "admission"
-	SpecMetrics    = "metrics"
-)
+// SpecDefault is the name before the slash of the fallback interval keys,
+// default/<op>. The other names are the suite's claims: the suite passes
+// them to Load, so a key naming no claim is refused (config cannot import
+// the suite).
+const SpecDefault = "default"
 
 // Ops that may appear after the slash of an interval key.
 const (
@@ -192,9 +185,6 @@ const (
 	OpConsistently = "consistently"
 )
 
-// Specs lists the spec names accepted in interval keys, besides "default".
-var Specs = []string{SpecAdmission, SpecAffinity, SpecBadPolicy, SpecDefaults, SpecMetrics, SpecRoundRobin}
-
 // Ops lists the op names accepted in interval keys.
 var Ops = []string{OpConsistently, OpWaitDeleted, OpWaitLogs, OpWaitMetrics, OpWaitReady, OpWaitRouterCrash}
 
@@ -204,12 +194,16 @@ const SimInstanceType = "sim-gpu"
 // File is the path the config was read from ("" for Default()).
 func (c *Config) File() string { return c.file }
 
+// Specs lists the names accepted before the slash of an interval key:
+// default, then the names the config was loaded with.
+func (c *Config) Specs() []string { return append([]string{SpecDefault}, c.specs...) }
+
 // Interval returns the [timeout, poll] for op in spec: <spec>/<op>, then
 // default/<op>; on the sim, sim.intervals is searched before the top level.
 // An unknown spec or op is an error, never a silent default.
 func (c *Config) Interval(spec, op string) (Interval, error) {
-	if spec != SpecDefault && !slices.Contains(Specs, spec) {
-		return Interval{}, fmt.Errorf("interval %s/%s: spec %q is not one of %s", spec, op, spec, strings.Join(Specs, ", "))
+	if !slices.Contains(c.Specs(), spec) {
+		return Interval{}, fmt.Errorf("interval %s/%s: spec %q is not one of %s", spec, op, spec, strings.Join(c.Specs(), ", "))
 	}
 	if !slices.Contains(Ops, op) {
 		return Interval{}, fmt.Errorf("interval %s/%s: op %q is not one of %s", spec, op, op, strings.Join(Ops, ", "))
@@ -361,8 +355,8 @@ func (c *Config) checkIntervals(p *problems, field string, m map[string]Interval
 		case !ok:
 			p.add(c, path, "must be written <spec>/<op>, e.g. default/"+OpWaitReady)
 			continue
-		case spec != SpecDefault && !slices.Contains(Specs, spec):
-			p.add(c, path, fmt.Sprintf("names spec %q, which is not one of %s, %s", spec, SpecDefault, strings.Join(Specs, ", ")))
+		case !slices.Contains(c.Specs(), spec):
+			p.add(c, path, fmt.Sprintf("names spec %q, which is not one of %s", spec, strings.Join(c.Specs(), ", ")))
 		case !slices.Contains(Ops, op):
 			p.add(c, path, fmt.Sprintf("names op %q, which is not one of %s", op, strings.Join(Ops, ", ")))
 		}
@@ -403,31 +397,16 @@ func dnsPrefix(s string) bool {
 	return true
 }
 
-// Pairs lists the configured router/engine combinations the operator admits
-// (llm-d-router fronts both engines, vllm-router vLLM, sglang-gateway SGLang),
-// in routers order then engines order.
-func (c *Config) Pairs() [][2]string {
-	var out [][2]string
-	for _, r := range c.Routers {
-		for _, e := range c.Engines {
-			if Fronts(r.Name, e.Name) {
-				out = append(out, [2]string{r.Name, e.Name})
-			}
+// Pairs lists the configured router/engine pairs the operator admits
+// (api.Matrix), in Matrix order: the pairs the suite qualifies.
+func (c *Config) Pairs() []api.Pair {
+	var out []api.Pair
+	for _, p := range api.Pairs() {
+		_, rok := c.Router(p.Router)
+		_, eok := c.Engine(p.Engine)
+		if rok && eok {
+			out = append(out, p)
 		}
 	}
 	return out
-}
-
-// Fronts reports whether the operator admits router in front of engine
-// (docs/operator.md#router-and-engine-compatibility, modelDeploymentRouterEngines).
-func Fronts(router, engine string) bool {
-	switch router {
-	case api.RouterLLMD:
-		return engine == api.EngineVLLM || engine == api.EngineSGLang
-	case api.RouterVLLM:
-		return engine == api.EngineVLLM
-	case api.RouterSGLang:
-		return engine == api.EngineSGLang
-	}
-	return false
 }

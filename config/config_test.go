@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpustack/routing-conformance/api"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -16,9 +19,12 @@ func envMap(m map[string]string) LookupEnv {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// testSpecs stand in for the suite's claim names, which the suite passes.
+var testSpecs = []string{"defaults", "affinity", "roundrobin", "badpolicy", "admission", "metrics"}
+
 func parse(t *testing.T, yaml string, env LookupEnv) (*Config, error) {
 	t.Helper()
-	return Parse("e2e.yaml", []byte(yaml), "/cfg", env)
+	return Parse("e2e.yaml", []byte(yaml), "/cfg", env, testSpecs...)
 }
 
 // mustFail parses yaml and checks the error holds every wanted substring.
@@ -36,7 +42,7 @@ func mustFail(t *testing.T, yaml string, env LookupEnv, want ...string) {
 }
 
 func TestRepositoryConfigLoads(t *testing.T) {
-	c, err := Load(filepath.Join("..", "e2e.yaml"))
+	c, err := Load(filepath.Join("..", "e2e.yaml"), testSpecs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +55,7 @@ func TestRepositoryConfigLoads(t *testing.T) {
 	if c.Traffic.PrefixChars != 500 {
 		t.Errorf("traffic.prefixChars = %d, want 500", c.Traffic.PrefixChars)
 	}
-	iv, err := c.Interval(SpecBadPolicy, OpConsistently)
+	iv, err := c.Interval("badpolicy", OpConsistently)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,17 +149,17 @@ sim:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if iv, _ := c.Interval(SpecAffinity, OpWaitReady); iv.Timeout.D() != 45*time.Minute || iv.Poll.D() != 15*time.Second {
+	if iv, _ := c.Interval("affinity", OpWaitReady); iv.Timeout.D() != 45*time.Minute || iv.Poll.D() != 15*time.Second {
 		t.Errorf("affinity/wait-ready = %s, want [45m, 15s]", iv)
 	}
-	if iv, _ := c.Interval(SpecRoundRobin, OpWaitReady); iv.Timeout.D() != 30*time.Minute {
+	if iv, _ := c.Interval("roundrobin", OpWaitReady); iv.Timeout.D() != 30*time.Minute {
 		t.Errorf("roundrobin/wait-ready = %s, want default/wait-ready [30m, 10s]", iv)
 	}
 	c.Target = TargetSim
-	if iv, _ := c.Interval(SpecAffinity, OpWaitReady); iv.Timeout.D() != 5*time.Second {
+	if iv, _ := c.Interval("affinity", OpWaitReady); iv.Timeout.D() != 5*time.Second {
 		t.Errorf("sim affinity/wait-ready = %s, want sim.intervals [5s, 10ms]", iv)
 	}
-	if iv, _ := c.Interval(SpecRoundRobin, OpWaitReady); iv.Timeout.D() != 30*time.Second {
+	if iv, _ := c.Interval("roundrobin", OpWaitReady); iv.Timeout.D() != 30*time.Second {
 		t.Errorf("sim roundrobin/wait-ready = %s, want sim default [30s, 20ms]", iv)
 	}
 }
@@ -166,7 +172,7 @@ func TestIntervalForAnUnknownKeyIsAnErrorNotOneSecond(t *testing.T) {
 	if _, err := c.Interval("affinty", OpWaitReady); err == nil || !strings.Contains(err.Error(), `spec "affinty" is not one of`) {
 		t.Errorf("unknown spec: err = %v", err)
 	}
-	if _, err := c.Interval(SpecAffinity, "wait-forever"); err == nil || !strings.Contains(err.Error(), `op "wait-forever" is not one of`) {
+	if _, err := c.Interval("affinity", "wait-forever"); err == nil || !strings.Contains(err.Error(), `op "wait-forever" is not one of`) {
 		t.Errorf("unknown op: err = %v", err)
 	}
 }
@@ -271,15 +277,34 @@ func TestPairsFollowTheOperatorCompatibilityTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := c.Pairs()
-	want := [][2]string{{"vllm-router", "vLLM"}, {"sglang-gateway", "SGLang"}, {"llm-d-router", "vLLM"}, {"llm-d-router", "SGLang"}}
-	if len(got) != len(want) {
-		t.Fatalf("pairs = %v, want %v", got, want)
+	if got := c.Pairs(); !slices.Equal(got, api.Pairs()) {
+		t.Errorf("default pairs = %v, want every admitted pair %v", got, api.Pairs())
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("pairs[%d] = %v, want %v", i, got[i], want[i])
-		}
+	c, err = parse(t, "routers: [{name: llm-d-router}, {name: vllm-router}]\nengines: [{name: vLLM, version: \"1\"}]\n", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []api.Pair{{Router: api.RouterVLLM, Engine: api.EngineVLLM}, {Router: api.RouterLLMD, Engine: api.EngineVLLM}}
+	if got := c.Pairs(); !slices.Equal(got, want) {
+		t.Errorf("pairs = %v, want %v in api.Matrix order", got, want)
+	}
+}
+
+func TestIntervalSpecNamesAreTheOnesPassedIn(t *testing.T) {
+	yaml := []byte("intervals:\n  affinity/wait-ready: [1m, 1s]\n")
+	_, err := Parse("e2e.yaml", yaml, "/cfg", noEnv)
+	if err == nil || !strings.Contains(err.Error(), `intervals.affinity/wait-ready names spec "affinity", which is not one of default (line 2)`) {
+		t.Errorf("no names passed: err = %v", err)
+	}
+	c, err := Parse("e2e.yaml", yaml, "/cfg", noEnv, "roundrobin", "affinity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Specs(), ", "); got != "default, affinity, roundrobin" {
+		t.Errorf("Specs() = %s", got)
+	}
+	if _, err := c.Interval("metrics", OpWaitReady); err == nil || !strings.Contains(err.Error(), `spec "metrics" is not one of default, affinity, roundrobin`) {
+		t.Errorf("Interval(metrics) err = %v", err)
 	}
 }
 

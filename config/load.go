@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,7 +33,9 @@ func Path(flagValue string, env LookupEnv) string {
 // Load reads path, applies the process environment's overrides and checks
 // the result. Relative paths inside the file are taken from the file's
 // directory, relative paths from the environment from the working directory.
-func Load(path string) (*Config, error) {
+// specs are the names accepted before the slash of an interval key besides
+// default (the suite passes its claims' names).
+func Load(path string, specs ...string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read the suite config: %w (set -e2e.config or %s)", path, err, EnvConfig)
@@ -41,14 +44,16 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return Parse(path, data, filepath.Dir(abs), os.LookupEnv)
+	return Parse(path, data, filepath.Dir(abs), os.LookupEnv, specs...)
 }
 
 // Parse decodes data (named name in errors) over Default(), applies env
-// overrides, resolves relative paths against baseDir and validates.
-func Parse(name string, data []byte, baseDir string, env LookupEnv) (*Config, error) {
+// overrides, resolves relative paths against baseDir and validates; specs
+// are as for Load.
+func Parse(name string, data []byte, baseDir string, env LookupEnv, specs ...string) (*Config, error) {
 	c := Default()
 	c.file = name
+	c.specs = slices.Sorted(slices.Values(specs))
 	c.lines = map[string]int{}
 	c.fromEnv = map[string]string{}
 

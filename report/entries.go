@@ -15,6 +15,8 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/gpustack/routing-conformance/clusters"
 )
 
 // Report entry names. Each carries the JSON value type of the same name.
@@ -26,6 +28,9 @@ const (
 	EntrySeries      = "series"       // Series
 	EntryAdmission   = "admission"    // Admission
 	EntryRouterExit  = "router-exit"  // RouterExit
+	// EntryDeploymentCost is recorded once per created ModelDeployment, when
+	// it is deleted, so the report adds up every process's deployments.
+	EntryDeploymentCost = "deployment-cost" // DeploymentCost
 )
 
 // Entry is a piece of evidence a spec records.
@@ -178,6 +183,24 @@ type RouterExit struct {
 
 // EntryName implements Entry.
 func (RouterExit) EntryName() string { return EntryRouterExit }
+
+// DeploymentCost is one ModelDeployment the suite created and what it held
+// of the target, read when it was deleted (or when its last spec ended, if
+// cleanup is skipped). Cost is nil when the target did not count it; Error
+// then says why, and the report says the figures are not counted rather
+// than showing zeros.
+type DeploymentCost struct {
+	Name       string         `json:"name"`
+	Namespace  string         `json:"namespace,omitempty"`
+	Pair       string         `json:"pair"`
+	RouterArgs []string       `json:"routerArgs,omitempty"`
+	Deleted    bool           `json:"deleted"`
+	Cost       *clusters.Cost `json:"cost,omitempty"`
+	Error      string         `json:"error,omitempty"`
+}
+
+// EntryName implements Entry.
+func (DeploymentCost) EntryName() string { return EntryDeploymentCost }
 
 // decodeEntry reads a report entry's value into out. Entries recorded on this
 // process still hold the raw value; entries from other processes arrive as JSON.

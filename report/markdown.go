@@ -97,10 +97,24 @@ func envRows(r *Report) [][2]string {
 	add("Label filter", e.LabelFilter)
 	add("Random seed", fmt.Sprint(e.RandomSeed))
 	add("Config", e.ConfigFile)
+	rows = append(rows, costRows(e.Cost)...)
 	for _, n := range e.Notes {
 		add("Note", n)
 	}
 	return rows
+}
+
+// costRows are the cost figures, or why they are missing.
+func costRows(c CostSummary) [][2]string {
+	rows := [][2]string{{"ModelDeployments created", fmt.Sprint(c.ModelDeployments)}}
+	if c.EnginePodsStarted == nil {
+		why := fmt.Sprintf("not counted: the target counted %d of %d deployments (%s)", c.Counted, c.ModelDeployments, strings.Join(c.NotCounted, "; "))
+		return append(rows, [2]string{"Engine Pods, accelerator-seconds", why})
+	}
+	return append(rows,
+		[2]string{"Engine Pods started", fmt.Sprint(*c.EnginePodsStarted)},
+		[2]string{"Engine Pods Ready", fmt.Sprint(*c.EnginePodsReady)},
+		[2]string{"Accelerator-seconds", formatNumber(*c.AcceleratorSeconds) + " (engine Pods, Ready to deleted, times accelerators)"})
 }
 
 // mdCell keeps a value inside one Markdown table cell.

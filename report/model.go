@@ -68,6 +68,23 @@ type Environment struct {
 	LabelFilter       string       `json:"labelFilter,omitempty"`
 	RandomSeed        int64        `json:"randomSeed"`
 	Notes             []string     `json:"notes,omitempty"`
+	// Cost is what the run's deployments held of the target.
+	Cost CostSummary `json:"cost"`
+}
+
+// CostSummary adds up the DeploymentCost entries of the run: on a GPU
+// cluster every engine Pod is an image pull and a model load.
+type CostSummary struct {
+	ModelDeployments int `json:"modelDeploymentsCreated"`
+	// Counted is how many of those the target reported a cost for. The
+	// figures below are set only when every one was counted: a partial sum
+	// would read as the run's cost.
+	Counted            int      `json:"counted"`
+	EnginePodsStarted  *int     `json:"enginePodsStarted,omitempty"`
+	EnginePodsReady    *int     `json:"enginePodsReady,omitempty"`
+	AcceleratorSeconds *float64 `json:"acceleratorSeconds,omitempty"`
+	// NotCounted says why figures are missing, one line per distinct reason.
+	NotCounted []string `json:"notCounted,omitempty"`
 }
 
 // EngineInfo is one engine's version and image.
@@ -155,6 +172,7 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 		out.Result = ResultPass
 	}
 	out.SuiteFailures = append(out.SuiteFailures, r.SpecialSuiteFailureReasons...)
+	out.Environment.Cost = costSummary(r)
 	for _, sr := range r.SpecReports {
 		if !sr.LeafNodeType.Is(types.NodeTypeIt) {
 			// Suite-level nodes (BeforeSuite, ReportAfterSuite...) only matter when they fail.
@@ -191,7 +209,7 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 			}
 		}
 	}
-	for _, name := range fixtures.Claims {
+	for _, name := range expect.Names() {
 		c, _ := expect.Claim(name)
 		out.Claims = append(out.Claims, claimTable(c, out.Specs))
 	}
@@ -240,6 +258,7 @@ func environment(r types.Report, meta Meta) Environment {
 // specResult reads one spec: its claim and pair from labels, its result and
 // reason, and its evidence entries.
 func specResult(sr types.SpecReport) SpecResult {
+	claims := fixtures.ClaimNames()
 	labels := slices.Clone(sr.Labels())
 	sort.Strings(labels)
 	s := SpecResult{
@@ -248,7 +267,7 @@ func specResult(sr types.SpecReport) SpecResult {
 		State:          sr.State.String(),
 		RunTimeSeconds: sr.RunTime.Seconds(),
 		Process:        sr.ParallelProcess,
-		claimIndex:     len(fixtures.Claims),
+		claimIndex:     len(claims),
 		pairIndex:      len(fixtures.DocumentedPairs),
 	}
 	var router, engine string
@@ -256,8 +275,8 @@ func specResult(sr types.SpecReport) SpecResult {
 		key, value, _ := strings.Cut(l, ":")
 		switch strings.ToLower(key) {
 		case "feature":
-			if i := indexFold(fixtures.Claims, value); i >= 0 {
-				s.Claim, s.claimIndex = fixtures.Claims[i], i
+			if i := indexFold(claims, value); i >= 0 {
+				s.Claim, s.claimIndex = claims[i], i
 			}
 		case "router":
 			router = value
@@ -328,6 +347,8 @@ func decodeKnown(e types.ReportEntry) (any, error) {
 		v = &Admission{}
 	case EntryRouterExit:
 		v = &RouterExit{}
+	case EntryDeploymentCost:
+		v = &DeploymentCost{}
 	default:
 		return nil, nil
 	}
@@ -368,8 +389,47 @@ func entryLine(e types.ReportEntry, v any, err error) string {
 			code = fmt.Sprint(*x.ExitCode)
 		}
 		return fmt.Sprintf("router with --policy %s: exit %s, restarts %d, ready %v, RouterReady %s", x.Value, code, x.Restarts, x.Ready, x.RouterReady)
+	case *DeploymentCost:
+		if x.Cost == nil {
+			return fmt.Sprintf("deployment %s: cost not counted: %s", x.Name, x.Error)
+		}
+		return fmt.Sprintf("deployment %s: %d engine Pods started, %d Ready, %s accelerator-seconds", x.Name,
+			x.Cost.EnginePodsStarted, x.Cost.EnginePodsReady, formatNumber(x.Cost.AcceleratorSeconds))
 	}
 	return e.Name
+}
+
+// costSummary adds up every DeploymentCost entry of the run, whichever
+// process and node recorded it.
+func costSummary(r types.Report) CostSummary {
+	var out CostSummary
+	var started, ready int
+	var accel float64
+	for _, sr := range r.SpecReports {
+		for _, e := range sr.ReportEntries {
+			if e.Name != EntryDeploymentCost {
+				continue
+			}
+			var c DeploymentCost
+			if err := decodeEntry(e, &c); err != nil {
+				out.NotCounted = appendUnique(out.NotCounted, "unreadable deployment-cost entry: "+err.Error())
+				continue
+			}
+			out.ModelDeployments++
+			if c.Cost == nil {
+				out.NotCounted = appendUnique(out.NotCounted, c.Error)
+				continue
+			}
+			out.Counted++
+			started += c.Cost.EnginePodsStarted
+			ready += c.Cost.EnginePodsReady
+			accel += c.Cost.AcceleratorSeconds
+		}
+	}
+	if len(out.NotCounted) == 0 {
+		out.EnginePodsStarted, out.EnginePodsReady, out.AcceleratorSeconds = &started, &ready, &accel
+	}
+	return out
 }
 
 func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
@@ -36,10 +37,10 @@ func remote(t *testing.T, e types.ReportEntry) types.ReportEntry {
 	return out
 }
 
-func spec(claim string, p fixtures.Pair, text string, state types.SpecState, entries ...types.ReportEntry) types.SpecReport {
+func spec(claim string, p api.Pair, text string, state types.SpecState, entries ...types.ReportEntry) types.SpecReport {
 	return types.SpecReport{
 		ContainerHierarchyTexts:  []string{p.String(), claim},
-		ContainerHierarchyLabels: [][]string{append(p.Labels(), "claim:documented"), {fixtures.FeatureLabel(claim)}},
+		ContainerHierarchyLabels: [][]string{append(fixtures.PairLabels(p), "claim:documented"), {fixtures.FeatureLabel(claim)}},
 		LeafNodeType:             types.NodeTypeIt,
 		LeafNodeText:             text,
 		State:                    state,
@@ -51,18 +52,18 @@ func spec(claim string, p fixtures.Pair, text string, state types.SpecState, ent
 
 func syntheticReport(t *testing.T) types.Report {
 	t.Helper()
-	vrSplit := Split{Claim: fixtures.ClaimAffinity, Pair: "vllm-router+vLLM", Title: "120 serial chats", Source: "vllm:request_success_total",
+	vrSplit := Split{Claim: "affinity", Pair: "vllm-router+vLLM", Title: "120 serial chats", Source: "vllm:request_success_total",
 		Requests: 120, Replicas: []ReplicaCount{{Replica: "vr-server-a", Address: "http://127.3.0.2:8000", Count: 120}, {Replica: "vr-server-b", Address: "http://127.3.0.3:8000", Count: 0}},
 		Expected: "all on one replica"}
-	rrSplit := Split{Claim: fixtures.ClaimRoundRobin, Pair: "sglang-gateway+SGLang", Title: "120 serial chats, --policy round_robin", Source: "sglang:num_requests_total",
+	rrSplit := Split{Claim: "roundrobin", Pair: "sglang-gateway+SGLang", Title: "120 serial chats, --policy round_robin", Source: "sglang:num_requests_total",
 		Requests: 120, Replicas: []ReplicaCount{{Replica: "sg-server-a", Count: 60}, {Replica: "sg-server-b", Count: 60}}, Expected: "60/60"}
 	sixty := 60.0
-	failed := spec(fixtures.ClaimAffinity, fixtures.SGLangGatewaySGLang, "routes every request to one replica", types.SpecStateFailed)
+	failed := spec("affinity", fixtures.SGLangGatewaySGLang, "routes every request to one replica", types.SpecStateFailed)
 	failed.Failure = types.Failure{Message: "Expected split 70/50 to be all on one replica\n\nsecond line", Location: types.CodeLocation{FileName: "/w/suites/routing/affinity_test.go", LineNumber: 42}}
-	skipped := spec(fixtures.ClaimAffinity, fixtures.LLMDRouterVLLM, "records the split", types.SpecStateSkipped)
+	skipped := spec("affinity", fixtures.LLMDRouterVLLM, "records the split", types.SpecStateSkipped)
 	skipped.Failure = types.Failure{Message: "target sim does not offer llm-d-router with vLLM"}
-	filtered := spec(fixtures.ClaimMetrics, fixtures.VLLMRouterVLLM, "names the replicas", types.SpecStateSkipped)
-	escaped := spec(fixtures.ClaimDefaults, fixtures.SGLangGatewaySGLang, "logs <script>alert(1)</script>", types.SpecStatePassed)
+	filtered := spec("metrics", fixtures.VLLMRouterVLLM, "names the replicas", types.SpecStateSkipped)
+	escaped := spec("defaults", fixtures.SGLangGatewaySGLang, "logs <script>alert(1)</script>", types.SpecStatePassed)
 	return types.Report{
 		SuiteDescription: "Routing conformance",
 		SuiteSucceeded:   false,
@@ -72,20 +73,25 @@ func syntheticReport(t *testing.T) types.Report {
 		SuiteConfig:      types.SuiteConfig{ParallelTotal: 2, RandomSeed: 7, LabelFilter: "claim:documented"},
 		SpecReports: types.SpecReports{
 			{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed},
-			spec(fixtures.ClaimRoundRobin, fixtures.SGLangGatewaySGLang, "splits 60/60", types.SpecStatePassed,
+			spec("roundrobin", fixtures.SGLangGatewaySGLang, "splits 60/60", types.SpecStatePassed,
 				remote(t, entry(rrSplit)),
-				remote(t, entry(MetricDelta{Claim: fixtures.ClaimRoundRobin, Pair: "sglang-gateway+SGLang", Metric: "smg_worker_selection_total",
+				remote(t, entry(MetricDelta{Claim: "roundrobin", Pair: "sglang-gateway+SGLang", Metric: "smg_worker_selection_total",
 					Labels: map[string]string{"policy": "round_robin"}, Before: 0, After: 120, Delta: 120})),
-				remote(t, entry(Claim{Claim: fixtures.ClaimRoundRobin, Pair: "sglang-gateway+SGLang", Expected: "60/60", Measured: "60/60; +120 selections"}))),
+				remote(t, entry(Claim{Claim: "roundrobin", Pair: "sglang-gateway+SGLang", Expected: "60/60", Measured: "60/60; +120 selections"}))),
 			failed,
-			spec(fixtures.ClaimAffinity, fixtures.VLLMRouterVLLM, "routes every request to one replica", types.SpecStatePassed,
-				entry(vrSplit), entry(Claim{Claim: fixtures.ClaimAffinity, Pair: "vllm-router+vLLM", Expected: "all on one replica", Measured: "120/0"})),
+			spec("affinity", fixtures.VLLMRouterVLLM, "routes every request to one replica", types.SpecStatePassed,
+				entry(vrSplit), entry(Claim{Claim: "affinity", Pair: "vllm-router+vLLM", Expected: "all on one replica", Measured: "120/0"})),
 			skipped,
 			filtered,
 			escaped,
-			spec(fixtures.ClaimRoundRobin, fixtures.VLLMRouterVLLM, "counts decisions", types.SpecStatePassed,
-				entry(MetricDelta{Claim: fixtures.ClaimRoundRobin, Pair: "vllm-router+vLLM", Metric: "vllm_router_policy_decisions_total", Delta: 60, Expected: &sixty}),
-				entry(Banner{Claim: fixtures.ClaimRoundRobin, Pair: "vllm-router+vLLM", Expected: "policy: RoundRobin", Line: "Starting router on 0.0.0.0:8081 | policy: RoundRobin"})),
+			// Recorded at deletion: the cost of each deployment, two counted on
+			// process 1, one reaching process 1 from process 2.
+			spec("roundrobin", fixtures.VLLMRouterVLLM, "counts decisions too", types.SpecStatePassed,
+				entry(DeploymentCost{Name: "a", Pair: "vllm-router+vLLM", Deleted: true, Cost: &clusters.Cost{EnginePodsStarted: 2, EnginePodsReady: 2, AcceleratorSeconds: 30}}),
+				remote(t, entry(DeploymentCost{Name: "b", Pair: "sglang-gateway+SGLang", Deleted: true, Cost: &clusters.Cost{EnginePodsStarted: 3, EnginePodsReady: 2, AcceleratorSeconds: 12.5}}))),
+			spec("roundrobin", fixtures.VLLMRouterVLLM, "counts decisions", types.SpecStatePassed,
+				entry(MetricDelta{Claim: "roundrobin", Pair: "vllm-router+vLLM", Metric: "vllm_router_policy_decisions_total", Delta: 60, Expected: &sixty}),
+				entry(Banner{Claim: "roundrobin", Pair: "vllm-router+vLLM", Expected: "policy: RoundRobin", Line: "Starting router on 0.0.0.0:8081 | policy: RoundRobin"})),
 		},
 	}
 }
@@ -179,14 +185,15 @@ func TestReportJSONHasClaimsPerPairInDocumentedOrder(t *testing.T) {
 	if r.Environment.RouterImage != "llm-router:v0.2.0" || len(r.Environment.Engines) != 2 || r.Environment.Engines[0].Name != "SGLang" {
 		t.Errorf("environment %+v", r.Environment)
 	}
-	if s := r.Statistics; s.Total != 7 || s.Passed != 4 || s.Failed != 1 || s.Skipped != 2 {
+	if s := r.Statistics; s.Total != 8 || s.Passed != 5 || s.Failed != 1 || s.Skipped != 2 {
 		t.Errorf("statistics %+v", s)
 	}
-	if len(r.Claims) != len(fixtures.Claims) {
+	names := fixtures.ClaimNames()
+	if len(r.Claims) != len(names) {
 		t.Fatalf("claims %d", len(r.Claims))
 	}
 	for i, c := range r.Claims {
-		if c.Name != fixtures.Claims[i] || len(c.Rows) != len(fixtures.DocumentedPairs) {
+		if c.Name != names[i] || len(c.Rows) != len(fixtures.DocumentedPairs) {
 			t.Errorf("claim %d: %s with %d rows", i, c.Name, len(c.Rows))
 		}
 	}
@@ -231,7 +238,7 @@ func TestReportListsAreSorted(t *testing.T) {
 		order = append(order, s.Claim+"/"+s.Pair)
 	}
 	want := []string{"defaults/sglang-gateway+SGLang", "affinity/vllm-router+vLLM", "affinity/sglang-gateway+SGLang",
-		"affinity/llm-d-router+vLLM", "roundrobin/vllm-router+vLLM", "roundrobin/sglang-gateway+SGLang", "metrics/vllm-router+vLLM"}
+		"affinity/llm-d-router+vLLM", "roundrobin/vllm-router+vLLM", "roundrobin/vllm-router+vLLM", "roundrobin/sglang-gateway+SGLang", "metrics/vllm-router+vLLM"}
 	if strings.Join(order, " ") != strings.Join(want, " ") {
 		t.Errorf("spec order %v\nwant %v", order, want)
 	}
@@ -264,6 +271,10 @@ func TestMarkdownHasEnvironmentTablesAndBars(t *testing.T) {
 		strings.Repeat("█", 40) + " 120",
 		strings.Repeat("█", 20) + strings.Repeat(" ", 20) + " 60",
 		"(suites/routing/affinity_test.go:42)",
+		"| ModelDeployments created | 2 |",
+		"| Engine Pods started | 5 |",
+		"| Engine Pods Ready | 4 |",
+		"| Accelerator-seconds | 42.50 (engine Pods, Ready to deleted, times accelerators) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("qualification.md lacks %q", want)
@@ -345,9 +356,39 @@ func TestUnreadableEntryIsListedNotFatal(t *testing.T) {
 	}
 }
 
+func TestCostIsSummedOnlyWhenEveryDeploymentWasCounted(t *testing.T) {
+	r := syntheticReport(t)
+	q, err := Build(r, meta(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := q.Environment.Cost
+	if c.ModelDeployments != 2 || c.Counted != 2 || c.EnginePodsStarted == nil || *c.EnginePodsStarted != 5 || *c.EnginePodsReady != 4 || *c.AcceleratorSeconds != 42.5 {
+		t.Errorf("cost %+v", c)
+	}
+	r.SpecReports[1].ReportEntries = append(r.SpecReports[1].ReportEntries,
+		remote(t, entry(DeploymentCost{Name: "c", Pair: "vllm-router+vLLM", Error: "sim: engine Pods are not counted yet"})))
+	if q, err = Build(r, meta(t)); err != nil {
+		t.Fatal(err)
+	}
+	c = q.Environment.Cost
+	if c.ModelDeployments != 3 || c.Counted != 2 || c.EnginePodsStarted != nil || c.AcceleratorSeconds != nil ||
+		len(c.NotCounted) != 1 || c.NotCounted[0] != "sim: engine Pods are not counted yet" {
+		t.Errorf("a deployment without a cost must leave the figures out, not add zeros: %+v", c)
+	}
+	md := Markdown(q)
+	if !strings.Contains(md, "| Engine Pods, accelerator-seconds | not counted: the target counted 2 of 3 deployments (sim: engine Pods are not counted yet) |") {
+		t.Errorf("markdown cost rows:\n%s", md)
+	}
+	b, _ := json.Marshal(q.Environment.Cost)
+	if !strings.Contains(string(b), `"modelDeploymentsCreated":3`) || strings.Contains(string(b), "enginePodsStarted") {
+		t.Errorf("report.json cost %s", b)
+	}
+}
+
 func TestEntryNamesMatchTheirTypes(t *testing.T) {
 	for name, e := range map[string]Entry{EntryClaim: Claim{}, EntrySplit: Split{}, EntryMetricDelta: MetricDelta{}, EntryBanner: Banner{},
-		EntrySeries: Series{}, EntryAdmission: Admission{}, EntryRouterExit: RouterExit{}} {
+		EntrySeries: Series{}, EntryAdmission: Admission{}, EntryRouterExit: RouterExit{}, EntryDeploymentCost: DeploymentCost{}} {
 		if e.EntryName() != name {
 			t.Errorf("%T.EntryName() = %s, want %s", e, e.EntryName(), name)
 		}

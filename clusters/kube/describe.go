@@ -26,14 +26,6 @@ const (
 	LabelGPUProduct = "nvidia.com/gpu.product"
 )
 
-// routerEngines is the operator's compatibility table (GO webhook
-// modelDeploymentRouterEngines, docs/operator.md#router-and-engine-compatibility).
-var routerEngines = map[string][]string{
-	api.RouterLLMD:   {api.EngineVLLM, api.EngineSGLang},
-	api.RouterVLLM:   {api.EngineVLLM},
-	api.RouterSGLang: {api.EngineSGLang},
-}
-
 // Describe reports versions, the GPU product, free accelerators per Active
 // InstanceType and the router/engine pairs. Parts it cannot read are noted,
 // never fatal: the report should still render on a half-readable cluster.
@@ -98,15 +90,17 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 	return env, nil
 }
 
-func pairs(noGPU string) []clusters.Pair {
-	var out []clusters.Pair
+// pairs is every router/engine combination, supported when the operator's
+// table (api.Matrix) admits it and an accelerator is free.
+func pairs(noGPU string) []clusters.PairSupport {
+	var out []clusters.PairSupport
 	for _, r := range api.Routers {
 		for _, e := range api.Engines {
-			p := clusters.Pair{Router: r, Engine: e, Supported: true}
+			p := clusters.PairSupport{Pair: api.Pair{Router: r, Engine: e}, Supported: true}
 			switch {
-			case !slices.Contains(routerEngines[r], e):
+			case !api.Fronts(r, e):
 				p.Supported = false
-				p.Reason = fmt.Sprintf("router %q does not front engine %q; it accepts %s (operator webhook)", r, e, strings.Join(routerEngines[r], ", "))
+				p.Reason = fmt.Sprintf("router %q does not front engine %q; it accepts %s (operator webhook)", r, e, strings.Join(api.EnginesOf(r), ", "))
 			case noGPU != "":
 				p.Supported = false
 				p.Reason = noGPU

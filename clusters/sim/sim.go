@@ -228,7 +228,7 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 	}
 	for _, router := range api.Routers {
 		for _, engine := range api.Engines {
-			pair := clusters.Pair{Router: router, Engine: engine}
+			pair := clusters.PairSupport{Pair: api.Pair{Router: router, Engine: engine}}
 			rm, rbin := p.Router(router)
 			em, ebin := p.Engine(engine)
 			switch {

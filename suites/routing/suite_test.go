@@ -1,9 +1,3 @@
-// Package routing is the routing conformance suite: every documented claim
-// of the operator's routing page, executed against each router/engine pair
-// on the configured target (sim, kube or kind), with the qualification
-// report written at the end.
-//
-//	go tool ginkgo -v --procs=2 ./suites/routing -- -e2e.config=$PWD/e2e.yaml -e2e.artifacts=$PWD/artifacts
 package routing
 
 import (
@@ -19,6 +13,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 )
 
@@ -27,17 +22,12 @@ var (
 	flagArtifacts = flag.String("e2e.artifacts", "", "artifacts directory (default: $ARTIFACTS, then e2e.yaml's artifacts)")
 )
 
-// Target is what every spec needs from the suite: the config, the target
-// cluster and what the target said about itself.
-type Target struct {
-	Config  *config.Config
-	Cluster clusters.Cluster
-	Env     clusters.Environment
-}
-
 // suite is set by SynchronizedBeforeSuite on every process; specs read it
 // through their input getters, never at tree construction.
 var suite Target
+
+// The spec tree: every registered claim for every documented pair.
+var _ = DescribeClaims(func() Target { return suite })
 
 func TestRouting(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -53,8 +43,13 @@ type shared struct {
 }
 
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
-	// Process 1: check the config before any spec runs, then create what is
-	// created once per run (a kind cluster).
+	// Process 1: check the registry, the config and E2E_ISOLATE before any
+	// spec runs, then create what is created once per run (a kind cluster).
+	expect, err := fixtures.Expectations()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(CheckClaims(Claims(), expect)).To(Succeed(), "the claim registry and fixtures/expect.yaml disagree")
+	_, err = isolated()
+	Expect(err).NotTo(HaveOccurred())
 	cfg := mustLoadConfig()
 	s := shared{RunID: newRunID()}
 	if cfg.Target == config.TargetKind {
@@ -109,7 +104,7 @@ func mustLoadConfig() *config.Config {
 	if path == "" {
 		path = repositoryConfig()
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(path, ClaimNames()...)
 	if err != nil {
 		Fail(err.Error())
 	}

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
@@ -18,10 +19,36 @@ import (
 	"github.com/gpustack/routing-conformance/report"
 )
 
+// ClaimBadPolicy: a --policy the router does not accept stops it at startup.
+const ClaimBadPolicy = "badpolicy"
+
+var _ = register(Claim{
+	Name:   ClaimBadPolicy,
+	Title:  "Bad policy",
+	Labels: []string{"policy:invalid", LabelNeedsGPU},
+	Require: func(e fixtures.Expectation) []string {
+		return need(nil, e.BadPolicy != nil && len(e.BadPolicy.Values) > 0 && len(e.BadPolicy.PossibleValues) > 0,
+			"badpolicy needs badPolicy.values and possibleValues")
+	},
+	// Each bad value is a deployment of its own, deleted as soon as the
+	// crash is confirmed: no other claim can use a router that never starts.
+	Deployment: nil,
+	Spec: func(p api.Pair, input func() Input) {
+		for _, v := range badValues(p) {
+			text := "--policy " + v
+			if v == "" {
+				text = "any --policy"
+			}
+			Describe(text, func() {
+				BadPolicySpec(func() BadPolicySpecInput { return BadPolicySpecInput{Input: input(), Value: v} })
+			})
+		}
+	},
+})
+
 // BadPolicySpecInput is the input of BadPolicySpec.
 type BadPolicySpecInput struct {
-	Target
-	Pair fixtures.Pair
+	Input
 	// Value is the --policy value to refuse; "" for a pair the claim does
 	// not apply to (the spec then skips with the documented reason).
 	Value string
@@ -31,9 +58,10 @@ type BadPolicySpecInput struct {
 // admission (the operator does not check values) and stops the router at
 // startup: exit code 2, clap's error with its possible values (and a tip for
 // a near miss) in the previous container's log, RouterReady False, and the
-// deployment never Ready.
+// deployment never Ready. The deployment is deleted as soon as all that is
+// confirmed: on a GPU cluster its engines hold accelerators for nothing.
 func BadPolicySpec(input func() BadPolicySpecInput) {
-	const spec = config.SpecBadPolicy
+	const spec = ClaimBadPolicy
 	var (
 		in  BadPolicySpecInput
 		bp  fixtures.BadPolicy
@@ -41,9 +69,7 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 	)
 	BeforeEach(func() {
 		in = input()
-		in.check("BadPolicySpec", in.Pair)
-		exp := expectation(fixtures.ClaimBadPolicy, in.Pair)
-		in.requireRunnable(in.Pair)
+		exp := in.begin("BadPolicySpec", ClaimBadPolicy)
 		bp = *exp.BadPolicy
 		i := slices.IndexFunc(bp.Values, func(v fixtures.BadValue) bool { return v.Value == in.Value })
 		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a documented bad --policy value of %s", in.Value, in.Pair)
@@ -51,8 +77,9 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 	})
 
 	It("stops the router at startup with clap's error and exit code 2, and the deployment never becomes Ready", func(ctx SpecContext) {
-		name := objectName(spec+"-"+in.Value, in.Pair)
-		dep := in.deploy(ctx, spec, in.build(in.Pair, name, fixtures.WithRouterArgs("--policy", in.Value)))
+		own := in.own(in.Pair, objectName(spec+"-"+in.Value, in.Pair), "--policy", in.Value)
+		dep, err := own.Create(ctx, in.Target, spec)
+		Expect(err).NotTo(HaveOccurred(), "creating %s", own.Name)
 
 		By("waiting for the router container to exit")
 		var crashed clusters.RouterPod
@@ -101,25 +128,20 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 			return nil
 		}).Should(Succeed())
 
-		report.Record(report.RouterExit{Claim: fixtures.ClaimBadPolicy, Pair: in.Pair.String(), Value: in.Value, ExitCode: crashed.LastExitCode,
+		report.Record(report.RouterExit{Claim: ClaimBadPolicy, Pair: in.Pair.String(), Value: in.Value, ExitCode: crashed.LastExitCode,
 			Restarts: crashed.Restarts, Ready: crashed.Ready, RouterReady: cond, Stderr: clap.Text})
-		report.Record(report.Claim{Claim: fixtures.ClaimBadPolicy, Pair: in.Pair.String(),
+		report.Record(report.Claim{Claim: ClaimBadPolicy, Pair: in.Pair.String(),
 			Expected: fmt.Sprintf("--policy %s: exit %d, %s", in.Value, bp.ExitCode, tipWords(bad.Tip)),
 			Measured: fmt.Sprintf("--policy %s: exit %d, %q, %s, RouterReady %s", in.Value, *crashed.LastExitCode, clap.Message, tipWords(strings.Join(clap.Tips, ", ")), cond)})
 
 		Expect(*crashed.LastExitCode).To(BeEquivalentTo(bp.ExitCode), "the router's exit code")
-		Expect(clap.Kind).To(Equal(routerlog.InvalidValue), "clap's error:\n%s", clap.Text)
-		Expect(clap.Value).To(Equal(in.Value))
-		Expect(clap.Arg).To(Equal(bp.Arg))
-		Expect(clap.PossibleValues).To(Equal(bp.PossibleValues))
+		refused := assertions.HaveRefusedPolicyValue(in.Value, bp.Arg).WithPossibleValues(bp.PossibleValues...).WithLines(bp.ClapError(bad)...)
 		if bad.Tip != "" {
-			Expect(clap.Tips).To(ConsistOf(bad.Tip), "clap's tip")
+			refused = refused.WithTip(bad.Tip)
 		} else {
-			Expect(clap.Tips).To(BeEmpty(), "no value is close enough to %q for a tip", in.Value)
+			refused = refused.WithoutTip() // no value is close enough for clap to offer one
 		}
-		for _, line := range bp.ClapError(bad) {
-			Expect(stderr).To(ContainSubstring(line), "the previous container's log")
-		}
+		Expect(stderr).To(refused, "the previous container's log")
 
 		By("checking the deployment never becomes Ready")
 		in.consistently(ctx, spec, config.OpConsistently, func(ctx context.Context) error {
@@ -144,6 +166,8 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 			}
 			return nil
 		}).Should(Succeed())
+
+		own.Release(ctx, in.Target)
 	})
 }
 
@@ -156,8 +180,8 @@ func tipWords(tip string) string {
 
 // badValues are the documented bad values of a pair, or one "" when the
 // claim does not apply (so the pair still shows as skipped, with the reason).
-func badValues(p fixtures.Pair) []string {
-	exp, err := fixtures.Lookup(fixtures.ClaimBadPolicy, p)
+func badValues(p api.Pair) []string {
+	exp, err := fixtures.Lookup(ClaimBadPolicy, p)
 	if err != nil || exp.BadPolicy == nil {
 		return []string{""}
 	}
@@ -167,19 +191,3 @@ func badValues(p fixtures.Pair) []string {
 	}
 	return out
 }
-
-var _ = Describe("Bad policy", Label(claimLabels(fixtures.ClaimBadPolicy, "policy:invalid", LabelNeedsGPU)...), func() {
-	for _, p := range fixtures.DocumentedPairs {
-		Describe(p.String(), Label(p.Labels()...), func() {
-			for _, v := range badValues(p) {
-				text := "--policy " + v
-				if v == "" {
-					text = "any --policy"
-				}
-				Describe(text, func() {
-					BadPolicySpec(func() BadPolicySpecInput { return BadPolicySpecInput{Target: suite, Pair: p, Value: v} })
-				})
-			}
-		})
-	}
-})

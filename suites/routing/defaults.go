@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
@@ -15,17 +16,33 @@ import (
 	"github.com/gpustack/routing-conformance/report"
 )
 
+// ClaimDefaults: the policy a router starts with when no policy flag is given.
+const ClaimDefaults = "defaults"
+
+var _ = register(Claim{
+	Name:        ClaimDefaults,
+	Title:       "Default policy",
+	Labels:      []string{LabelNeedsGPU},
+	PolicyLabel: true,
+	Require: func(e fixtures.Expectation) []string {
+		out := need(nil, e.Banner != "" || len(e.Scorers) > 0, "defaults needs banner or scorers")
+		return requireBanner(out, e.Banner)
+	},
+	Deployment: documentedArgs,
+	Spec: func(_ api.Pair, input func() Input) {
+		DefaultsSpec(func() DefaultsSpecInput { return DefaultsSpecInput{Input: input()} })
+	},
+})
+
 // DefaultsSpecInput is the input of DefaultsSpec.
 type DefaultsSpecInput struct {
-	Target
-	Pair fixtures.Pair
+	Input
 }
 
 // DefaultsSpec: with no policy flag each argv router logs the CacheAware
 // banner with the documented thresholds; llm-d-router's effective
 // EndpointPickerConfig carries the 3/2/2 scorer weights.
 func DefaultsSpec(input func() DefaultsSpecInput) {
-	const spec = config.SpecDefaults
 	var (
 		in  DefaultsSpecInput
 		exp fixtures.Expectation
@@ -33,10 +50,8 @@ func DefaultsSpec(input func() DefaultsSpecInput) {
 	)
 	BeforeEach(func(ctx SpecContext) {
 		in = input()
-		in.check("DefaultsSpec", in.Pair)
-		exp = expectation(fixtures.ClaimDefaults, in.Pair)
-		in.requireRunnable(in.Pair)
-		dep = in.deployReady(ctx, spec, in.build(in.Pair, objectName(spec, in.Pair)))
+		exp = in.begin("DefaultsSpec", ClaimDefaults)
+		dep = in.ready(ctx, ClaimDefaults, exp.RouterArgs)
 	})
 
 	It("starts with the documented default policy when no policy flag is given", func(ctx SpecContext) {
@@ -44,38 +59,22 @@ func DefaultsSpec(input func() DefaultsSpecInput) {
 			expectScorers(ctx, in.Target, dep, in.Pair, exp)
 			return
 		}
-		b := waitBanner(ctx, in.Target, spec, dep)
+		b := in.waitBanner(ctx, ClaimDefaults, dep)
 		measured := "policy: " + b.Policy.String()
-		report.Record(report.Banner{Claim: fixtures.ClaimDefaults, Pair: in.Pair.String(), Expected: exp.Banner, Line: b.Summary()})
-		report.Record(report.Claim{Claim: fixtures.ClaimDefaults, Pair: in.Pair.String(), Expected: exp.Banner, Measured: measured})
-		Expect(b.Summary()).To(ContainSubstring(exp.Banner), "the router's startup banner")
+		report.Record(report.Banner{Claim: ClaimDefaults, Pair: in.Pair.String(), Expected: exp.Banner, Line: b.Summary()})
+		report.Record(report.Claim{Claim: ClaimDefaults, Pair: in.Pair.String(), Expected: exp.Banner, Measured: measured})
+		expectBanner(b, exp.Banner)
 	})
-}
-
-// waitBanner waits for the router's startup banner in its current logs.
-func waitBanner(ctx context.Context, t Target, spec string, dep clusters.Deployment) routerlog.Banner {
-	GinkgoHelper()
-	By("reading the router's startup banner")
-	var b routerlog.Banner
-	t.eventually(ctx, spec, config.OpWaitLogs, func(ctx context.Context) error {
-		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{})
-		if err != nil {
-			return err
-		}
-		b, err = routerlog.FindBanner(logs)
-		return err
-	}).Should(Succeed())
-	return b
 }
 
 // expectScorers reads llm-d-router's effective configuration from the epp
 // container's startup log (the line that prints it after defaults are
 // applied) and checks each documented scorer weight in its profile.
-func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p fixtures.Pair, exp fixtures.Expectation) {
+func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p api.Pair, exp fixtures.Expectation) {
 	GinkgoHelper()
 	const marker = "Effective raw configuration"
 	var line string
-	t.eventually(ctx, config.SpecDefaults, config.OpWaitLogs, func(ctx context.Context) error {
+	t.eventually(ctx, ClaimDefaults, config.OpWaitLogs, func(ctx context.Context) error {
 		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{Container: "epp"})
 		if err != nil {
 			return err
@@ -99,14 +98,6 @@ func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p fix
 		}
 		found = append(found, fmt.Sprintf("%s %s %.0f", s.Profile, s.Plugin, s.Weight))
 	}
-	report.Record(report.Claim{Claim: fixtures.ClaimDefaults, Pair: p.String(), Expected: exp.Summary, Measured: strings.Join(found, ", ")})
+	report.Record(report.Claim{Claim: ClaimDefaults, Pair: p.String(), Expected: exp.Summary, Measured: strings.Join(found, ", ")})
 	Expect(missing).To(BeEmpty(), "scorers missing from the effective configuration: %s", line)
 }
-
-var _ = Describe("Default policy", Label(claimLabels(fixtures.ClaimDefaults, LabelNeedsGPU)...), func() {
-	for _, p := range fixtures.DocumentedPairs {
-		Describe(p.String(), Label(pairLabels(fixtures.ClaimDefaults, p)...), func() {
-			DefaultsSpec(func() DefaultsSpecInput { return DefaultsSpecInput{Target: suite, Pair: p} })
-		})
-	}
-})

@@ -3,18 +3,18 @@ package routing
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions"
+	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/assertions/split"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
@@ -24,54 +24,39 @@ import (
 	"github.com/gpustack/routing-conformance/traffic"
 )
 
-// Labels every documented-claim spec carries besides router:, engine: and feature:.
-const (
-	LabelDocumented = "claim:documented"
-	LabelServer     = "topology:server"
-	// LabelNeedsGPU marks specs that run engines: on a real cluster they
-	// need accelerators; `--label-filter='!needs:gpu'` runs the rest.
-	LabelNeedsGPU = "needs:gpu"
-)
-
-// claimLabels are the labels of claim's container.
-func claimLabels(claim string, more ...string) Labels {
-	return append(Labels{LabelDocumented, fixtures.FeatureLabel(claim), LabelServer}, more...)
+// Target is what every spec needs from the suite: the config, the target
+// cluster and what the target said about itself.
+type Target struct {
+	Config  *config.Config
+	Cluster clusters.Cluster
+	Env     clusters.Environment
 }
 
-// policyLabel names the policy a pair's claim runs under: the --policy the
-// expectation documents, else the router's default.
-func policyLabel(claim string, p fixtures.Pair) string {
-	exp, err := fixtures.Lookup(claim, p)
-	if err == nil {
-		for i, a := range exp.RouterArgs {
-			if a == "--policy" && i+1 < len(exp.RouterArgs) {
-				return "policy:" + exp.RouterArgs[i+1]
-			}
-		}
-	}
-	if p.Router == api.RouterLLMD {
-		return "policy:llm-d-scoring"
-	}
-	return "policy:cache_aware"
-}
-
-// pairLabels are a pair's router:, engine: and policy: labels for claim.
-func pairLabels(claim string, p fixtures.Pair) Labels {
-	return append(Labels(p.Labels()), policyLabel(claim, p))
+// Input is what every spec function gets; each claim's XSpecInput embeds
+// it and adds the claim's own knobs.
+type Input struct {
+	Target
+	Pair api.Pair
+	// Deployment is the deployment of Pair that the spec shares with the
+	// other claims of its Ordered container (created by the first spec that
+	// needs it, deleted after the last). Nil: the spec creates one of its
+	// own and deletes it when it ends (E2E_ISOLATE=1, or a spec function
+	// called outside the registry).
+	Deployment *PairDeployment
 }
 
 // check fails the spec when the suite handed a spec an incomplete input.
-func (t Target) check(spec string, p fixtures.Pair) {
+func (in Input) check(spec string) {
 	GinkgoHelper()
-	Expect(t.Config).NotTo(BeNil(), "invalid argument: input.Config can't be nil when calling %s", spec)
-	Expect(t.Cluster).NotTo(BeNil(), "invalid argument: input.Cluster can't be nil when calling %s", spec)
-	Expect(p.Router).NotTo(BeEmpty(), "invalid argument: input.Pair.Router can't be empty when calling %s", spec)
-	Expect(p.Engine).NotTo(BeEmpty(), "invalid argument: input.Pair.Engine can't be empty when calling %s", spec)
+	Expect(in.Config).NotTo(BeNil(), "invalid argument: input.Config can't be nil when calling %s", spec)
+	Expect(in.Cluster).NotTo(BeNil(), "invalid argument: input.Cluster can't be nil when calling %s", spec)
+	Expect(in.Pair.Router).NotTo(BeEmpty(), "invalid argument: input.Pair.Router can't be empty when calling %s", spec)
+	Expect(in.Pair.Engine).NotTo(BeEmpty(), "invalid argument: input.Pair.Engine can't be empty when calling %s", spec)
 }
 
 // expectation returns the documented outcome of claim for p, skipping the
 // spec when the docs say the claim does not apply to the pair.
-func expectation(claim string, p fixtures.Pair) fixtures.Expectation {
+func expectation(claim string, p api.Pair) fixtures.Expectation {
 	GinkgoHelper()
 	exp, err := fixtures.Lookup(claim, p)
 	Expect(err).NotTo(HaveOccurred())
@@ -81,17 +66,28 @@ func expectation(claim string, p fixtures.Pair) fixtures.Expectation {
 	return exp
 }
 
-// requireConfigured skips a pair the config does not qualify.
-func (t Target) requireConfigured(p fixtures.Pair) {
+// begin is the preamble of a spec that runs engines: the input is complete,
+// the claim applies to the pair and the target can run it (else the spec
+// skips, with the reason). It returns the claim's expectation for the pair.
+func (in Input) begin(spec, claim string) fixtures.Expectation {
 	GinkgoHelper()
-	if !slices.Contains(fixtures.Matrix(t.Config), p) {
+	in.check(spec)
+	exp := expectation(claim, in.Pair)
+	in.requireRunnable(in.Pair)
+	return exp
+}
+
+// requireConfigured skips a pair the config does not qualify.
+func (t Target) requireConfigured(p api.Pair) {
+	GinkgoHelper()
+	if !slices.Contains(t.Config.Pairs(), p) {
 		Skip(fmt.Sprintf("%s is not qualified in this run: %s lists routers %v and engines %v", p, t.Config.File(), routerNames(t.Config), engineNames(t.Config)))
 	}
 }
 
 // requireRunnable skips a pair the config does not qualify or the target
 // cannot run, with the target's reason.
-func (t Target) requireRunnable(p fixtures.Pair) {
+func (t Target) requireRunnable(p api.Pair) {
 	GinkgoHelper()
 	t.requireConfigured(p)
 	if ok, reason := t.Env.Supports(p.Router, p.Engine); !ok {
@@ -115,48 +111,71 @@ func engineNames(c *config.Config) []string {
 	return out
 }
 
-// intervalOf is the [timeout, poll] of op in spec; an unknown key fails.
-func intervalOf(cfg *config.Config, spec, op string) config.Interval {
+// intervalOf is the [timeout, poll] of op for claim; an unknown key fails.
+func intervalOf(cfg *config.Config, claim, op string) config.Interval {
 	GinkgoHelper()
-	iv, err := cfg.Interval(spec, op)
+	iv, err := cfg.Interval(claim, op)
 	Expect(err).NotTo(HaveOccurred())
 	return iv
 }
 
-// eventually is Eventually with the interval of spec/op from e2e.yaml.
-func (t Target) eventually(ctx context.Context, spec, op string, f any) AsyncAssertion {
+// eventually is Eventually with the interval of claim/op from e2e.yaml.
+func (t Target) eventually(ctx context.Context, claim, op string, f any) AsyncAssertion {
 	GinkgoHelper()
-	iv := intervalOf(t.Config, spec, op)
+	iv := intervalOf(t.Config, claim, op)
 	return Eventually(ctx, f).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D())
 }
 
-// consistently is Consistently with the interval of spec/op from e2e.yaml.
-func (t Target) consistently(ctx context.Context, spec, op string, f any) AsyncAssertion {
+// consistently is Consistently with the interval of claim/op from e2e.yaml.
+func (t Target) consistently(ctx context.Context, claim, op string, f any) AsyncAssertion {
 	GinkgoHelper()
-	iv := intervalOf(t.Config, spec, op)
+	iv := intervalOf(t.Config, claim, op)
 	return Consistently(ctx, f).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D())
 }
 
-// settle polls f with the interval of spec/op until it returns nil, like
-// eventually, but returns f's last error instead of failing the spec, so
-// the caller can record the evidence before it asserts.
-func (t Target) settle(ctx context.Context, spec, op string, f func(context.Context) error) error {
+// settle polls read with the interval of claim/op until m matches what it
+// read, like eventually, but returns the last reading (and read's last
+// error) instead of failing, so the caller can record the evidence before
+// it asserts with Expect(last).To(m).
+func settle[T any](ctx context.Context, t Target, claim, op string, read func(context.Context) (T, error), m types.GomegaMatcher) (T, error) {
 	GinkgoHelper()
-	var last error
+	var last T
+	var lastErr error
 	quiet := NewGomega(func(string, ...int) {})
-	iv := intervalOf(t.Config, spec, op)
-	quiet.Eventually(ctx, func(ctx context.Context) error {
-		last = f(ctx)
-		return last
-	}).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D()).Should(Succeed())
-	if last == nil && ctx.Err() != nil {
-		return ctx.Err()
+	iv := intervalOf(t.Config, claim, op)
+	quiet.Eventually(ctx, func(ctx context.Context) bool {
+		v, err := read(ctx)
+		if lastErr = err; err != nil {
+			return false
+		}
+		last = v
+		ok, err := m.Match(v)
+		return err == nil && ok
+	}).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D()).Should(BeTrue())
+	if lastErr == nil && ctx.Err() != nil {
+		lastErr = ctx.Err()
 	}
-	return last
+	return last, lastErr
 }
 
-// build is fixtures.ModelDeployment named for the spec, failing on error.
-func (t Target) build(p fixtures.Pair, name string, opts ...fixtures.Option) *api.ModelDeployment {
+// reading is the last scrape a settle judged, with the matcher that judged
+// it: asserted with expect after the evidence is recorded, so a failure
+// message shows the matcher's evidence and the report has every reading.
+type reading struct {
+	what    string
+	after   metrics.Snapshot
+	err     error // the scrape's, when none succeeded
+	matcher types.GomegaMatcher
+}
+
+func (r reading) expect() {
+	GinkgoHelper()
+	Expect(r.err).NotTo(HaveOccurred(), "scraping %s", r.what)
+	Expect(r.after).To(r.matcher, r.what)
+}
+
+// build is fixtures.ModelDeployment named name, failing on error.
+func (t Target) build(p api.Pair, name string, opts ...fixtures.Option) *api.ModelDeployment {
 	GinkgoHelper()
 	md, err := fixtures.ModelDeployment(t.Config, p, append([]fixtures.Option{fixtures.WithName(name)}, opts...)...)
 	Expect(err).NotTo(HaveOccurred())
@@ -164,7 +183,7 @@ func (t Target) build(p fixtures.Pair, name string, opts ...fixtures.Option) *ap
 }
 
 // objectName is a DNS label for a spec's ModelDeployment: <spec>-<pair>.
-func objectName(spec string, p fixtures.Pair) string {
+func objectName(spec string, p api.Pair) string {
 	name := dnsLabel(spec + "-" + p.Slug())
 	// Leave room for the Pods' -server-xxxxx and -router-xxxxxxxxxx-xxxxx.
 	if len(name) > 40 {
@@ -183,74 +202,19 @@ func dnsLabel(s string) string {
 	return s
 }
 
-// deploy creates md and registers its cleanup: on failure (or always, as
-// configured) the deployment's artifacts go to artifacts/<spec>/ first, then
-// it is deleted (unless skipCleanup). A refusal fails the spec.
-func (t Target) deploy(ctx context.Context, spec string, md *api.ModelDeployment) clusters.Deployment {
+// ready is the deployment of in.Pair created with routerArgs, Ready: the
+// shared one when the spec has it, else one of the spec's own named
+// <claim>-<pair>. It skips when a target with finite capacity has no room.
+func (in Input) ready(ctx context.Context, claim string, routerArgs []string) clusters.Deployment {
 	GinkgoHelper()
-	Expect(md.Spec.Router).NotTo(BeNil(), "the suite deploys routed ModelDeployments only")
-	Expect(md.Spec.Roles).NotTo(BeEmpty())
-	By(fmt.Sprintf("creating ModelDeployment %s (%s in front of %d %s replicas, router args %q)", md.Metadata.Name,
-		md.Spec.Router.Name, md.Spec.Roles[0].RoleReplicas(), md.Spec.Engine.Name, md.Spec.Router.ExtraArgs))
-	dep, err := t.Cluster.Deploy(ctx, md)
-	Expect(err).NotTo(HaveOccurred(), "creating %s", md.Metadata.Name)
-	t.cleanup(spec, dep)
-	return dep
-}
-
-// cleanup deletes dep when the spec ends, after collecting its artifacts.
-// DeferCleanup is LIFO, so the collection registered last runs first.
-func (t Target) cleanup(spec string, dep clusters.Deployment) {
-	GinkgoHelper()
-	deleted := intervalOf(t.Config, spec, config.OpWaitDeleted)
-	if !t.Config.SkipCleanup {
-		DeferCleanup(func(ctx SpecContext) {
-			By("deleting " + dep.Name())
-			Expect(dep.Delete(ctx)).To(Succeed(), "deleting %s/%s", dep.Namespace(), dep.Name())
-		}, NodeTimeout(deleted.Timeout.D()))
+	d := in.Deployment
+	if d == nil {
+		d = in.own(in.Pair, objectName(claim, in.Pair), routerArgs...)
+	} else {
+		Expect(d.RouterArgs).To(Equal(routerArgs), "invalid argument: input.Deployment %s was created with router args %q; %s is documented with %q",
+			d.Name, d.RouterArgs, claim, routerArgs)
 	}
-	DeferCleanup(func(ctx SpecContext) {
-		mode := t.Config.CollectArtifacts
-		if mode == config.CollectNever || (mode == config.CollectOnFailure && !CurrentSpecReport().Failed()) {
-			return
-		}
-		dir := filepath.Join(t.Config.Artifacts, dnsLabel(CurrentSpecReport().FullText()), dep.Name())
-		if err := dep.CollectArtifacts(ctx, dir); err != nil {
-			// A partial dump never fails a spec; say what is missing.
-			GinkgoWriter.Printf("artifacts of %s are incomplete: %v\n", dep.Name(), err)
-		}
-		AddReportEntry("artifacts", dir, ReportEntryVisibilityFailureOrVerbose)
-	}, NodeTimeout(deleted.Timeout.D()))
-}
-
-// waitReady waits, within spec/wait-ready, for the target's own readiness
-// gate: phase Ready, RouterReady True and every role serving Confirmed at its
-// desired count (docs/operator.md#gotchas). The target stops early on terminal states
-// (a router exiting with a clap error, ImagePullBackOff), so a broken
-// deployment fails in seconds rather than after the model-load timeout.
-func (t Target) waitReady(ctx context.Context, spec string, dep clusters.Deployment) {
-	GinkgoHelper()
-	iv := intervalOf(t.Config, spec, config.OpWaitReady)
-	By(fmt.Sprintf("waiting up to %s for %s to be Ready with every replica confirmed behind the router", iv.Timeout.D(), dep.Name()))
-	wctx, cancel := context.WithTimeout(ctx, iv.Timeout.D())
-	defer cancel()
-	Expect(dep.WaitReady(wctx, iv.Poll.D())).To(Succeed(), "%s/%s did not become Ready", dep.Namespace(), dep.Name())
-}
-
-// deployReady is deploy then waitReady, skipped with the reason when a
-// target with finite capacity has no room for md now.
-func (t Target) deployReady(ctx context.Context, spec string, md *api.ModelDeployment) clusters.Deployment {
-	GinkgoHelper()
-	if cc, ok := t.Cluster.(clusters.CapacityChecker); ok {
-		fits, reason, err := cc.CanRun(ctx, md)
-		Expect(err).NotTo(HaveOccurred(), "checking free accelerators for %s", md.Metadata.Name)
-		if !fits {
-			Skip(fmt.Sprintf("target %s has no room for %s: %s", t.Env.Target, md.Metadata.Name, reason))
-		}
-	}
-	dep := t.deploy(ctx, spec, md)
-	t.waitReady(ctx, spec, dep)
-	return dep
+	return d.Ready(ctx, in.Target, claim)
 }
 
 // replicas lists the engine replicas, expecting the configured count.
@@ -291,8 +255,17 @@ func replicaNames(rs []clusters.Replica) []string {
 	return out
 }
 
+// routerMetrics scrapes every router Pod.
+func routerMetrics(ctx context.Context, dep clusters.Deployment) metrics.Snapshot {
+	GinkgoHelper()
+	s, err := dep.RouterMetrics(ctx)
+	Expect(err).NotTo(HaveOccurred(), "scraping the router's metrics")
+	return s
+}
+
 // plan is the config's serial chat plan against dep: the shared prefix,
-// streaming and non-streaming in turn.
+// streaming and non-streaming in turn. Every plan has a fresh nonce, so its
+// prompts share nothing with earlier traffic on the same deployment.
 func (t Target) plan(ctx context.Context, dep clusters.Deployment, requests int) traffic.Plan {
 	GinkgoHelper()
 	base, err := dep.OpenAIBaseURL(ctx)
@@ -332,25 +305,25 @@ func send(ctx context.Context, plan traffic.Plan) *traffic.Report {
 
 // measureSplit scrapes the engines until their request counters account for
 // every request sent (counters move when a request finishes), then returns
-// the per-replica split.
-func (t Target) measureSplit(ctx context.Context, spec string, dep clusters.Deployment, p fixtures.Pair, rs []clusters.Replica,
+// the per-replica split: the deltas over this spec's traffic only.
+func (t Target) measureSplit(ctx context.Context, claim string, dep clusters.Deployment, p api.Pair, rs []clusters.Replica,
 	before map[string]metrics.Snapshot, sent int) split.Split {
 	GinkgoHelper()
 	counter, err := split.RequestCounter(p.Engine)
 	Expect(err).NotTo(HaveOccurred())
 	var s split.Split
-	t.eventually(ctx, spec, config.OpWaitMetrics, func(g Gomega, ctx context.Context) {
+	t.eventually(ctx, claim, config.OpWaitMetrics, func(g Gomega, ctx context.Context) {
 		after, err := engineSnapshots(ctx, dep, rs)
 		g.Expect(err).NotTo(HaveOccurred())
 		s, err = split.FromSnapshots(counter, replicaNames(rs), before, after)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(s.Total()).To(Equal(sent), "engine counters %s account for %d of %d requests", counter, s.Total(), sent)
+		g.Expect(s).To(assertions.HaveTotal(sent), "engine counters %s account for every request sent", counter)
 	}).Should(Succeed())
 	return s
 }
 
 // splitEntry is the report's view of a split.
-func splitEntry(claim string, p fixtures.Pair, title string, s split.Split, rs []clusters.Replica, sent, failed int, expected string) report.Split {
+func splitEntry(claim string, p api.Pair, title string, s split.Split, rs []clusters.Replica, sent, failed int, expected string) report.Split {
 	e := report.Split{Claim: claim, Pair: p.String(), Title: title, Source: s.Counter, Requests: sent, Failures: failed, Expected: expected}
 	for _, r := range rs {
 		e.Replicas = append(e.Replicas, report.ReplicaCount{Replica: r.Name, Address: r.URL(), Count: float64(s.Count(r.Name))})
@@ -420,5 +393,36 @@ func labelMatchers(labels map[string]string) []metrics.Matcher {
 	return ms
 }
 
-// since is used to bound log reads to this spec.
-func since() time.Time { return CurrentSpecReport().StartTime }
+// waitBanner waits for the router's startup banner in its current logs.
+func (t Target) waitBanner(ctx context.Context, claim string, dep clusters.Deployment) routerlog.Banner {
+	GinkgoHelper()
+	By("reading the router's startup banner")
+	var b routerlog.Banner
+	t.eventually(ctx, claim, config.OpWaitLogs, func(ctx context.Context) error {
+		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{})
+		if err != nil {
+			return err
+		}
+		b, err = routerlog.FindBanner(logs)
+		return err
+	}).Should(Succeed())
+	return b
+}
+
+// bannerPolicy is the policy part of an expect.yaml banner, "policy: <Debug
+// form>", as HaveStartedWithPolicy takes it.
+func bannerPolicy(banner string) (string, error) {
+	policy, ok := strings.CutPrefix(banner, "policy: ")
+	if !ok {
+		return "", fmt.Errorf("banner %q must be written \"policy: <the policy as the router prints it>\"", banner)
+	}
+	return policy, nil
+}
+
+// expectBanner asserts the banner shows the documented policy.
+func expectBanner(b routerlog.Banner, documented string) {
+	GinkgoHelper()
+	policy, err := bannerPolicy(documented)
+	Expect(err).NotTo(HaveOccurred(), "fixtures/expect.yaml")
+	Expect(b).To(assertions.HaveStartedWithPolicy(policy), "the router's startup banner")
+}

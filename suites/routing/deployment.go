@@ -1,0 +1,189 @@
+package routing
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
+	"github.com/gpustack/routing-conformance/report"
+)
+
+// PairDeployment is one ModelDeployment of a pair with fixed creation-time
+// router args. It is created by the first spec that asks for it, so the
+// spec's own skips (not applicable, target cannot run the pair, no free
+// accelerators) come first and keep their reasons; later specs get the same
+// object, or the same failure. On a GPU cluster each one is an image pull
+// and a model load per engine Pod, which is why the claims that can share
+// one do (see DescribeClaims).
+//
+// It is not safe for concurrent use: a Ginkgo process runs one spec at a
+// time, and an Ordered container keeps its specs on one process.
+type PairDeployment struct {
+	Pair       api.Pair
+	RouterArgs []string
+	// Name is metadata.name.
+	Name string
+
+	// perSpec: created for one spec, deleted when that spec ends.
+	perSpec  bool
+	created  bool
+	by       string // the spec that created it
+	dep      clusters.Deployment
+	err      error // Deploy's answer
+	waited   bool
+	readyErr error
+	released bool
+	// collected is the spec whose artifacts were already written.
+	collected string
+}
+
+// SharedDeployment is the deployment of p with routerArgs that the specs of
+// one Ordered container share, named for the args and the pair. Release it
+// after the container's last spec.
+func SharedDeployment(p api.Pair, routerArgs []string) *PairDeployment {
+	what := "shared"
+	if len(routerArgs) > 0 {
+		what = strings.Join(routerArgs, "-")
+	}
+	return &PairDeployment{Pair: p, RouterArgs: routerArgs, Name: objectName(what, p)}
+}
+
+// own is a deployment of p for the running spec alone, deleted when it ends.
+func (t Target) own(p api.Pair, name string, routerArgs ...string) *PairDeployment {
+	return &PairDeployment{Pair: p, RouterArgs: routerArgs, Name: name, perSpec: true}
+}
+
+// Create creates the deployment once and returns the target's answer: the
+// deployment, or the error Deploy gave (an admission refusal is a
+// *clusters.AdmissionError), the same answer to every later call.
+func (d *PairDeployment) Create(ctx context.Context, t Target, claim string) (clusters.Deployment, error) {
+	GinkgoHelper()
+	if !d.created {
+		md := t.build(d.Pair, d.Name, fixtures.WithRouterArgs(d.RouterArgs...))
+		Expect(md.Spec.Router).NotTo(BeNil(), "the suite deploys routed ModelDeployments only")
+		Expect(md.Spec.Roles).NotTo(BeEmpty())
+		By(fmt.Sprintf("creating ModelDeployment %s (%s in front of %d %s replicas, router args %q)", md.Metadata.Name,
+			md.Spec.Router.Name, md.Spec.Roles[0].RoleReplicas(), md.Spec.Engine.Name, md.Spec.Router.ExtraArgs))
+		d.created, d.by = true, CurrentSpecReport().FullText()
+		d.dep, d.err = t.Cluster.Deploy(ctx, md)
+		if d.err == nil && d.perSpec {
+			deleted := intervalOf(t.Config, claim, config.OpWaitDeleted)
+			DeferCleanup(func(ctx SpecContext) { d.Release(ctx, t) }, NodeTimeout(deleted.Timeout.D()))
+		}
+	} else {
+		By(fmt.Sprintf("using ModelDeployment %s (router args %q), created by %q", d.Name, d.RouterArgs, d.by))
+	}
+	if d.err == nil {
+		d.collectAfter(t, claim)
+	}
+	return d.dep, d.err
+}
+
+// Ready creates the deployment if no spec has, then waits, within
+// <claim>/wait-ready, for the target's readiness gate: phase Ready,
+// RouterReady True and every role serving Confirmed at its desired count
+// (docs/operator.md#gotchas). The target stops early on terminal states (a router
+// exiting with a clap error, ImagePullBackOff), so a broken deployment fails
+// in seconds rather than after the model-load timeout. Only the first spec
+// waits; the others get its outcome. Before creating, a target with finite
+// capacity is asked for room, and the spec skips with the reason if there
+// is none.
+func (d *PairDeployment) Ready(ctx context.Context, t Target, claim string) clusters.Deployment {
+	GinkgoHelper()
+	if !d.created {
+		if cc, ok := t.Cluster.(clusters.CapacityChecker); ok {
+			md := t.build(d.Pair, d.Name, fixtures.WithRouterArgs(d.RouterArgs...))
+			fits, reason, err := cc.CanRun(ctx, md)
+			Expect(err).NotTo(HaveOccurred(), "checking free accelerators for %s", d.Name)
+			if !fits {
+				Skip(fmt.Sprintf("target %s has no room for %s: %s", t.Env.Target, d.Name, reason))
+			}
+		}
+	}
+	dep, err := d.Create(ctx, t, claim)
+	Expect(err).NotTo(HaveOccurred(), "creating %s", d.Name)
+	if !d.waited {
+		d.waited = true
+		iv := intervalOf(t.Config, claim, config.OpWaitReady)
+		By(fmt.Sprintf("waiting up to %s for %s to be Ready with every replica confirmed behind the router", iv.Timeout.D(), d.Name))
+		wctx, cancel := context.WithTimeout(ctx, iv.Timeout.D())
+		d.readyErr = dep.WaitReady(wctx, iv.Poll.D())
+		cancel()
+	}
+	Expect(d.readyErr).NotTo(HaveOccurred(), "%s/%s did not become Ready", dep.Namespace(), dep.Name())
+	return dep
+}
+
+// collectAfter writes the deployment's artifacts under
+// artifacts/<spec>/<deployment> when the running spec ends, as configured
+// (on failure by default). DeferCleanup is LIFO, so a per-spec deployment's
+// artifacts are written before it is deleted.
+func (d *PairDeployment) collectAfter(t Target, claim string) {
+	deleted := intervalOf(t.Config, claim, config.OpWaitDeleted)
+	DeferCleanup(func(ctx SpecContext) { d.collect(ctx, t) }, NodeTimeout(deleted.Timeout.D()))
+}
+
+func (d *PairDeployment) collect(ctx context.Context, t Target) {
+	spec := CurrentSpecReport()
+	mode := t.Config.CollectArtifacts
+	if mode == config.CollectNever || (mode == config.CollectOnFailure && !spec.Failed()) || d.released || d.collected == spec.FullText() {
+		return
+	}
+	d.collected = spec.FullText()
+	dir := filepath.Join(t.Config.Artifacts, specDir(spec), d.Name)
+	if err := d.dep.CollectArtifacts(ctx, dir); err != nil {
+		// A partial dump never fails a spec; say what is missing.
+		GinkgoWriter.Printf("artifacts of %s are incomplete: %v\n", d.Name, err)
+	}
+	AddReportEntry("artifacts", dir, ReportEntryVisibilityFailureOrVerbose)
+}
+
+// specDir names a spec's artifacts folder: its text without the shared
+// deployment's container, which would make every name start alike.
+func specDir(spec SpecReport) string {
+	var parts []string
+	for _, c := range spec.ContainerHierarchyTexts {
+		if !strings.HasPrefix(c, sharedTextPrefix) {
+			parts = append(parts, c)
+		}
+	}
+	return dnsLabel(strings.Join(append(parts, spec.LeafNodeText), " "))
+}
+
+// Release deletes the deployment (unless skipCleanup) and records what it
+// cost as a deployment-cost report entry, once. A cost the target could not
+// count is recorded as not counted, with the target's reason, never as
+// zeros. Called by DeferCleanup after the last spec that uses it, or
+// earlier by a spec that is done with it.
+func (d *PairDeployment) Release(ctx context.Context, t Target) {
+	GinkgoHelper()
+	if !d.created || d.err != nil || d.released {
+		return
+	}
+	if d.perSpec {
+		d.collect(ctx, t) // a spec releasing early still leaves its artifacts
+	}
+	d.released = true
+	entry := report.DeploymentCost{Name: d.dep.Name(), Namespace: d.dep.Namespace(), Pair: d.Pair.String(), RouterArgs: d.RouterArgs}
+	var delErr error
+	if !t.Config.SkipCleanup {
+		By("deleting " + d.dep.Name())
+		delErr = d.dep.Delete(ctx)
+		entry.Deleted = delErr == nil
+	}
+	if cost, err := d.dep.Cost(ctx); err != nil {
+		entry.Error = err.Error() // the same for every deployment of a target, so the report lists it once
+	} else {
+		entry.Cost = &cost
+	}
+	report.Record(entry)
+	Expect(delErr).NotTo(HaveOccurred(), "deleting %s/%s", d.dep.Namespace(), d.dep.Name())
+}
