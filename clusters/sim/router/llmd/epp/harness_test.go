@@ -19,6 +19,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/llmdtest"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/prefixcache"
 )
 
 // The testdata/*.yaml files are the operator's EndpointPickerConfig for
@@ -53,6 +54,8 @@ type podOpts struct {
 	extraArgs []string
 	seed      uint64
 	envoyYAML string
+	client    *http.Client
+	kv        prefixcache.KVEventSource
 }
 
 func startRouter(t *testing.T, o podOpts) *routerPod {
@@ -66,7 +69,9 @@ func startRouter(t *testing.T, o podOpts) *routerPod {
 	for range o.kinds {
 		ips = append(ips, newIP())
 	}
-	port := llmdtest.FreePort(t, ips...)
+	// The operator's metrics-data-source pins the serving port (8000);
+	// every engine has its own loopback address, as Pods do.
+	port := 8000
 	for i, kind := range o.kinds {
 		e := llmdtest.StartEngine(t, "qwen-"+kind+"-"+strconv.Itoa(i), ips[i], port)
 		r.engines = append(r.engines, e)
@@ -94,11 +99,13 @@ func startRouter(t *testing.T, o podOpts) *routerPod {
 		seed = 42
 	}
 	r.epp = llmdtest.Run(epp.Main(epp.Deps{
-		Files:   func(*proc.Container) fs.FS { return files },
-		Pods:    func(*proc.Container) datalayer.PodSource { return r.pods },
-		Seed:    seed,
-		Network: r.network,
-		Started: func(i epp.StartInfo) { r.started <- i },
+		Files:      func(*proc.Container) fs.FS { return files },
+		Pods:       func(*proc.Container) datalayer.PodSource { return r.pods },
+		Seed:       seed,
+		Network:    r.network,
+		HTTPClient: o.client,
+		KVEvents:   o.kv,
+		Started:    func(i epp.StartInfo) { r.started <- i },
 	}), c)
 	ec, envoyOut, _ := llmdtest.Container(r.ip, "qwen-router-7d9f8-abcde", []string{"-c", "/config/envoy.yaml"}, nil)
 	r.envoyOut = envoyOut

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -533,11 +534,18 @@ func configString(l *eppconfig.Loaded, h *eppconfig.Handle) string {
 	for _, s := range l.Sources {
 		var ex []string
 		for _, x := range s.Extractors {
-			ex = append(ex, fmt.Sprintf("%p", x))
+			ex = append(ex, addr(x))
 		}
-		sources = append(sources, fmt.Sprintf("{Plugin:%p Extractors:[%s]}", s.Plugin, strings.Join(ex, " ")))
+		sources = append(sources, fmt.Sprintf("{Plugin:%s Extractors:[%s]}", addr(s.Plugin), strings.Join(ex, " ")))
 	}
-	var detector fw.Plugin = h.Plugin(eppconfig.TypeUtilizationDetector)
-	return fmt.Sprintf("{SchedulerConfig:%s SaturationDetector:%p DataConfig:{Sources:[%s] Syncer:<nil> SyncInterval:0s} FlowControlConfig:<nil> ParserRegistry:%p}",
-		schedulerString(l), detector, strings.Join(sources, " "), l)
+	return fmt.Sprintf("{SchedulerConfig:%s SaturationDetector:%s DataConfig:{Sources:[%s] Syncer:<nil> SyncInterval:0s} FlowControlConfig:<nil> ParserRegistry:%p}",
+		schedulerString(l), addr(h.Plugin(eppconfig.TypeUtilizationDetector)), strings.Join(sources, " "), l)
+}
+
+// addr prints a field as %+v does at depth: pointers as addresses.
+func addr(v any) string {
+	if reflect.ValueOf(v).Kind() == reflect.Pointer {
+		return fmt.Sprintf("%p", v)
+	}
+	return fmt.Sprintf("%+v", v)
 }

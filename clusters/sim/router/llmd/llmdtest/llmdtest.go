@@ -57,6 +57,7 @@ func StartEngine(t testing.TB, name, ip string, port int) *Engine {
 	mux.HandleFunc("/metrics", e.metrics)
 	mux.HandleFunc("/v1/chat/completions", e.chat)
 	mux.HandleFunc("/v1/completions", e.chat)
+	mux.HandleFunc("/v1/chat/completions/render", e.render)
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
@@ -134,6 +135,28 @@ func (e *Engine) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":%q,"served_by":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":1,"total_tokens":8}}`, req.Model, e.Name)
+}
+
+// render answers vLLM's /v1/chat/completions/render with one token per
+// byte of the joined message contents (a stand-in tokenizer).
+func (e *Engine) render(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ids := []uint32{}
+	for _, m := range req.Messages {
+		for _, c := range []byte(m.Content) {
+			ids = append(ids, uint32(c))
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"token_ids": ids})
 }
 
 // Pods is a fake Pod source.
