@@ -227,7 +227,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *entry, header
 					e.flags = "DC"
 					return
 				}
-				if flusher != nil {
+				// Streamed chunks go out as they come; the last write
+				// leaves with the end of the response.
+				if flusher != nil && !eos {
 					flusher.Flush()
 				}
 			}

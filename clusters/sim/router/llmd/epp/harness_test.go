@@ -28,7 +28,7 @@ import (
 
 // routerPod is one llm-d router Pod (envoy + epp) in front of fake engines.
 type routerPod struct {
-	t        *testing.T
+	t        testing.TB
 	ip       string
 	pods     *llmdtest.Pods
 	engines  []*llmdtest.Engine
@@ -58,7 +58,7 @@ type podOpts struct {
 	kv        prefixcache.KVEventSource
 }
 
-func startRouter(t *testing.T, o podOpts) *routerPod {
+func startRouter(t testing.TB, o podOpts) *routerPod {
 	t.Helper()
 	cfg, err := os.ReadFile("testdata/" + o.config)
 	if err != nil {
@@ -125,6 +125,13 @@ func (r *routerPod) waitStarted() epp.StartInfo {
 		r.waitFor(func() bool {
 			return strings.Count(r.eppErr.String(), `"msg":"Pod added"`) >= len(r.engines)
 		}, "engine Pods discovered")
+		r.waitFor(func() bool {
+			c, err := net.Dial("tcp", net.JoinHostPort(r.ip, "8081"))
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}, "envoy listening")
 		return i
 	case <-time.After(10 * time.Second):
 		r.t.Fatalf("epp did not start; stderr:\n%s", r.eppErr.String())

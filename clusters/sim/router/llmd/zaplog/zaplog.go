@@ -196,6 +196,10 @@ func writeValue(b *bytes.Buffer, v any) {
 }
 
 func writeJSON(b *bytes.Buffer, v any) {
+	if s, ok := v.(string); ok {
+		writeString(b, s)
+		return
+	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
@@ -204,4 +208,32 @@ func writeJSON(b *bytes.Buffer, v any) {
 	}
 	// Encoder appends a newline.
 	b.Truncate(b.Len() - 1)
+}
+
+// writeString is zap's JSON string escaping: quotes, backslash and control
+// characters escaped, everything else (HTML included) written as is.
+func writeString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
 }
