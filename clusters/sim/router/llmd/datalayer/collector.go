@@ -69,16 +69,7 @@ func (c *Collectors) Removed(e *Endpoint) {
 func (c *Collectors) Wait() { c.wg.Wait() }
 
 func (c *Collectors) run(ctx context.Context, e *Endpoint) {
-	t := time.NewTicker(c.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.Scrape(ctx, e)
-		}
-	}
+	framework.Every(ctx, c.interval, func() { c.Scrape(ctx, e) })
 }
 
 // Scrape polls e once and applies the extractors.
@@ -141,16 +132,7 @@ func round2(x float64) float64 { return math.Round(x*100) / 100 }
 // RunRefresher records the pool gauges every interval
 // (runPrometheusRefresher): ready endpoints are those with fresh metrics.
 func RunRefresher(ctx context.Context, ds *Datastore, m *eppmetrics.Registry, interval, staleness time.Duration, now func() time.Time) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			RefreshOnce(ds, m, staleness, now())
-		}
-	}
+	framework.Every(ctx, interval, func() { RefreshOnce(ds, m, staleness, now()) })
 }
 
 // RefreshOnce is one refreshPrometheusMetrics pass.

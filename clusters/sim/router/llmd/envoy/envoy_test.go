@@ -14,6 +14,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/envoy"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/llmdtest"
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
 
 func TestParsesTheOperatorsBootstrap(t *testing.T) {
@@ -60,13 +61,13 @@ func (p *picker) ResponseHeaders(int, map[string]string) (map[string]string, err
 func (p *picker) ResponseBody(b []byte, _ bool) ([]byte, error) { return b, nil }
 func (p *picker) Close()                                        {}
 
-func proxy(t *testing.T, timeout string, proc extproc.Processor) (*httptest.Server, *llmdtest.Buffer) {
+func proxy(t *testing.T, timeout string, proc extproc.Processor) (*httptest.Server, *simtest.Buffer) {
 	t.Helper()
 	cfg, err := envoy.ParseConfig([]byte(llmdtest.EnvoyYAML(timeout)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &llmdtest.Buffer{}
+	log := &simtest.Buffer{}
 	p := envoy.NewProxy(cfg, func() (extproc.Processor, error) {
 		if proc == nil {
 			return nil, extproc.ErrUnavailable

@@ -3,8 +3,6 @@ package envoy
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 )
@@ -73,7 +73,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(headers, h)
 	}
 	if headers["x-request-id"] == "" {
-		headers["x-request-id"] = uuid4()
+		headers["x-request-id"] = uuid.NewString()
 	}
 	e.requestID = headers["x-request-id"]
 	e.originalPath = headers["x-envoy-original-path"]
@@ -328,14 +328,4 @@ func (e *entry) value(format string) []byte {
 		return num(int64(e.sent))
 	}
 	return []byte("null")
-}
-
-// uuid4 is the x-request-id Envoy generates (generate_request_id).
-func uuid4() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

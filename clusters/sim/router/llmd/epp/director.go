@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/datalayer"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/eppmetrics"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
@@ -97,7 +99,7 @@ func (st *stream) Request(headers map[string]string, body []byte) (extproc.Reque
 	st.received = time.Now()
 	id := headers[requestIDHeader]
 	if id == "" {
-		id = uuid()
+		id = uuid.NewString()
 		headers[requestIDHeader] = id
 	}
 	st.log = st.log.WithValues(requestIDHeader, id)
@@ -483,15 +485,6 @@ func parseUsage(b []byte, streaming bool) (usage, bool) {
 		}
 	}
 	return out, found
-}
-
-func uuid() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // traceparent is the W3C header the OTel propagator injects: the EPP's

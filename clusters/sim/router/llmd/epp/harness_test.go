@@ -20,6 +20,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/llmdtest"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/prefixcache"
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
 
 // The testdata/*.yaml files are the operator's EndpointPickerConfig for
@@ -34,8 +35,8 @@ type routerPod struct {
 	engines  []*llmdtest.Engine
 	epp      *llmdtest.Running
 	envoy    *llmdtest.Running
-	eppErr   *llmdtest.Buffer
-	envoyOut *llmdtest.Buffer
+	eppErr   *simtest.Buffer
+	envoyOut *simtest.Buffer
 	started  chan epp.StartInfo
 	network  *extproc.Network
 }

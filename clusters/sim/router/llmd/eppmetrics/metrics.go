@@ -14,6 +14,7 @@ package eppmetrics
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,6 +120,8 @@ type Registry struct {
 	prefixSize, prefixSizeLegacy   *prometheus.GaugeVec
 	prefixRatio, prefixRatioLegacy *prometheus.HistogramVec
 	prefixBytes, prefixBytesLegacy *prometheus.HistogramVec
+
+	pluginObs sync.Map
 }
 
 // New builds the registry with every family metrics.Register registers.
@@ -346,10 +349,18 @@ func (r *Registry) SchedulerAttempt(status, target, endpoint, namespace, port st
 	r.schedAttempts.WithLabelValues(status, target, endpoint, namespace, port).Inc()
 }
 
-// Plugin records one plugin call at an extension point.
+// Plugin records one plugin call at an extension point. The pair of
+// observers is cached per label set: this runs several times per request.
 func (r *Registry) Plugin(point, typ, name string, d time.Duration) {
-	r.pluginLegacy.WithLabelValues(point, typ, name).Observe(d.Seconds())
-	r.plugin.WithLabelValues(point, typ, name).Observe(d.Seconds())
+	key := [3]string{point, typ, name}
+	obs, ok := r.pluginObs.Load(key)
+	if !ok {
+		obs, _ = r.pluginObs.LoadOrStore(key, [2]prometheus.Observer{
+			r.pluginLegacy.WithLabelValues(point, typ, name), r.plugin.WithLabelValues(point, typ, name)})
+	}
+	pair := obs.([2]prometheus.Observer)
+	pair[0].Observe(d.Seconds())
+	pair[1].Observe(d.Seconds())
 }
 
 // RequestProcessing records the request-phase EPP latency.

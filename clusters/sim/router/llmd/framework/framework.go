@@ -336,3 +336,18 @@ func (e Error) HTTPStatus() int {
 	}
 	return 0
 }
+
+// Every calls f each interval until ctx ends: the EPP's periodic loops
+// (metrics collectors, the pool refresher, the prefix indexer's upkeep).
+func Every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}

@@ -5,7 +5,6 @@
 package llmdtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/datalayer"
+	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
 )
 
 // Engine is a fake OpenAI engine on <ip>:<port> whose /metrics serves the
@@ -171,22 +171,18 @@ func NewPods() *Pods { return &Pods{pods: map[string]datalayer.Pod{}} }
 
 // Put adds or replaces a Pod and notifies watchers.
 func (p *Pods) Put(pod datalayer.Pod) {
-	p.mu.Lock()
-	p.pods[pod.Namespace+"/"+pod.Name] = pod
-	subs := append([]chan struct{}(nil), p.subs...)
-	p.mu.Unlock()
-	for _, s := range subs {
-		select {
-		case s <- struct{}{}:
-		default:
-		}
-	}
+	p.change(func() { p.pods[pod.Namespace+"/"+pod.Name] = pod })
 }
 
-// Delete removes a Pod.
+// Delete removes a Pod and notifies watchers.
 func (p *Pods) Delete(ns, name string) {
+	p.change(func() { delete(p.pods, ns+"/"+name) })
+}
+
+// change applies f under the lock, then wakes every watcher without blocking.
+func (p *Pods) change(f func()) {
 	p.mu.Lock()
-	delete(p.pods, ns+"/"+name)
+	f()
 	subs := append([]chan struct{}(nil), p.subs...)
 	p.mu.Unlock()
 	for _, s := range subs {
@@ -235,27 +231,9 @@ func Selector(md string) string {
 		",modeldeployment.gpustack.ai/member-index=0,!modeldeployment.gpustack.ai/router"
 }
 
-// Buffer is a goroutine-safe bytes.Buffer for container logs.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // Container builds a container on ip with the given argv and env.
-func Container(ip, pod string, args []string, env map[string]string) (*proc.Container, *Buffer, *Buffer) {
-	out, errw := &Buffer{}, &Buffer{}
+func Container(ip, pod string, args []string, env map[string]string) (*proc.Container, *simtest.Buffer, *simtest.Buffer) {
+	out, errw := &simtest.Buffer{}, &simtest.Buffer{}
 	c := &proc.Container{Args: args, Env: env, Stdout: out, Stderr: errw,
 		Pod: proc.PodInfo{Name: pod, Namespace: "team-a", IP: ip},
 		Listen: func(addr string) (net.Listener, error) {

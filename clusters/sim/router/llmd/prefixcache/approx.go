@@ -115,25 +115,17 @@ func (a *Approx) Consumes() []fw.DataKey { return []fw.DataKey{fw.TokenizedPromp
 // Run reports the indexer size every second and drops endpoints that left
 // the pool every two minutes (reportLRUSize, CleanUpInactivePods).
 func (a *Approx) Run(ctx context.Context, active func() map[string]bool) {
-	size := time.NewTicker(time.Second)
-	clean := time.NewTicker(podActiveCheckInterval)
-	defer size.Stop()
-	defer clean.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-size.C:
-			a.metrics.PrefixIndexerSize(a.name, ApproxType, int64(a.idx.entries()))
-		case <-clean.C:
-			keep := active()
-			for _, pod := range a.idx.pods() {
-				if !keep[pod] {
-					a.idx.removePod(pod)
-				}
+	go fw.Every(ctx, time.Second, func() {
+		a.metrics.PrefixIndexerSize(a.name, ApproxType, int64(a.idx.entries()))
+	})
+	fw.Every(ctx, podActiveCheckInterval, func() {
+		keep := active()
+		for _, pod := range a.idx.pods() {
+			if !keep[pod] {
+				a.idx.removePod(pod)
 			}
 		}
-	}
+	})
 }
 
 // BlockSize is GetBlockSize: the configured size, or with autoTune the

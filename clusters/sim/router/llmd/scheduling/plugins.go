@@ -253,44 +253,65 @@ type pickerParams struct {
 	MaxNumOfEndpoints int `json:"maxNumOfEndpoints"`
 }
 
-func decodePicker(typ string, dec *json.Decoder) (int, error) {
+// picker holds what max-score-picker and random-picker share: the
+// maxNumOfEndpoints parameter (default 1, picker/common.go) and the shuffle
+// that breaks ties.
+type picker struct {
+	typ, name string
+	max       int
+	rand      *Rand
+}
+
+func newPicker(typ, name string, dec *json.Decoder, r *Rand) (picker, error) {
 	p := pickerParams{MaxNumOfEndpoints: 1}
 	if dec != nil {
 		if err := dec.Decode(&p); err != nil {
-			return 0, fmt.Errorf("failed to parse the parameters of the '%s' picker - %w", typ, err)
+			return picker{}, fmt.Errorf("failed to parse the parameters of the '%s' picker - %w", typ, err)
 		}
 	}
 	if p.MaxNumOfEndpoints <= 0 {
 		p.MaxNumOfEndpoints = 1
 	}
-	return p.MaxNumOfEndpoints, nil
+	return picker{typ: typ, name: name, max: p.MaxNumOfEndpoints, rand: r}, nil
+}
+
+// TypedName implements fw.Plugin.
+func (p *picker) TypedName() fw.TypedName {
+	return fw.TypedName{Type: p.typ, Name: p.name}
+}
+
+func (p *picker) shuffle(scored []*fw.ScoredEndpoint) {
+	p.rand.Shuffle(len(scored), func(i, j int) { scored[i], scored[j] = scored[j], scored[i] })
+}
+
+// result keeps the first maxNumOfEndpoints of the ordered candidates.
+func (p *picker) result(scored []*fw.ScoredEndpoint) *fw.ProfileResult {
+	if p.max < len(scored) {
+		scored = scored[:p.max]
+	}
+	out := &fw.ProfileResult{}
+	for _, s := range scored {
+		out.TargetEndpoints = append(out.TargetEndpoints, s.Endpoint)
+	}
+	return out
 }
 
 // MaxScorePicker is max-score-picker: shuffle (random tie-break), stable
 // sort by score descending, keep maxNumOfEndpoints (picker/maxscore/picker.go).
-type MaxScorePicker struct {
-	name string
-	max  int
-	rand *Rand
-}
+type MaxScorePicker struct{ picker }
 
 // NewMaxScorePicker is MaxScorePickerFactory.
 func NewMaxScorePicker(name string, dec *json.Decoder, r *Rand) (*MaxScorePicker, error) {
-	n, err := decodePicker("max-score-picker", dec)
+	p, err := newPicker("max-score-picker", name, dec, r)
 	if err != nil {
 		return nil, err
 	}
-	return &MaxScorePicker{name: name, max: n, rand: r}, nil
-}
-
-// TypedName implements fw.Plugin.
-func (p *MaxScorePicker) TypedName() fw.TypedName {
-	return fw.TypedName{Type: "max-score-picker", Name: p.name}
+	return &MaxScorePicker{p}, nil
 }
 
 // Pick implements fw.Picker.
 func (p *MaxScorePicker) Pick(_ context.Context, scored []*fw.ScoredEndpoint) *fw.ProfileResult {
-	p.rand.Shuffle(len(scored), func(i, j int) { scored[i], scored[j] = scored[j], scored[i] })
+	p.shuffle(scored)
 	slices.SortStableFunc(scored, func(a, b *fw.ScoredEndpoint) int {
 		switch {
 		case a.Score > b.Score:
@@ -300,46 +321,23 @@ func (p *MaxScorePicker) Pick(_ context.Context, scored []*fw.ScoredEndpoint) *f
 		}
 		return 0
 	})
-	if p.max < len(scored) {
-		scored = scored[:p.max]
-	}
-	out := &fw.ProfileResult{}
-	for _, s := range scored {
-		out.TargetEndpoints = append(out.TargetEndpoints, s.Endpoint)
-	}
-	return out
+	return p.result(scored)
 }
 
 // RandomPicker is random-picker: shuffle, keep maxNumOfEndpoints.
-type RandomPicker struct {
-	name string
-	max  int
-	rand *Rand
-}
+type RandomPicker struct{ picker }
 
 // NewRandomPicker is RandomPickerFactory.
 func NewRandomPicker(name string, dec *json.Decoder, r *Rand) (*RandomPicker, error) {
-	n, err := decodePicker("random-picker", dec)
+	p, err := newPicker("random-picker", name, dec, r)
 	if err != nil {
 		return nil, err
 	}
-	return &RandomPicker{name: name, max: n, rand: r}, nil
-}
-
-// TypedName implements fw.Plugin.
-func (p *RandomPicker) TypedName() fw.TypedName {
-	return fw.TypedName{Type: "random-picker", Name: p.name}
+	return &RandomPicker{p}, nil
 }
 
 // Pick implements fw.Picker.
 func (p *RandomPicker) Pick(_ context.Context, scored []*fw.ScoredEndpoint) *fw.ProfileResult {
-	p.rand.Shuffle(len(scored), func(i, j int) { scored[i], scored[j] = scored[j], scored[i] })
-	if p.max < len(scored) {
-		scored = scored[:p.max]
-	}
-	out := &fw.ProfileResult{}
-	for _, s := range scored {
-		out.TargetEndpoints = append(out.TargetEndpoints, s.Endpoint)
-	}
-	return out
+	p.shuffle(scored)
+	return p.result(scored)
 }
