@@ -19,7 +19,9 @@ FUZZTIME            ?= 10s
 GINKGO := $(GO) tool ginkgo
 UNIT_PKGS = $$($(GO) list ./... | grep -v /suites/)
 
-.PHONY: all test unit e2e bench fuzz lint report-check clean help
+APISERVER_TIMEOUT   ?= 20m
+
+.PHONY: all test unit e2e test-apiserver bench fuzz lint report-check clean help
 
 all: lint test
 
@@ -45,6 +47,11 @@ e2e: ## run the routing suite on E2E_TARGET (sim, kube, kind)
 	  $(GINKGO_ARGS) ./suites/routing -- -e2e.config="$(CURDIR)/$(E2E_CONFIG)" -e2e.artifacts="$(ARTIFACTS)" \
 	  || { rc=$$?; echo "report: $(ARTIFACTS)/qualification.html"; exit $$rc; }
 	@echo "report: $(ARTIFACTS)/qualification.html (also qualification.md, report.json, junit.xml)"
+
+test-apiserver: ## the kube target against a real kube-apiserver, in a private network namespace (root; test/apiserver/README.md)
+	@cd test/apiserver && missing=$$($(GO) run ./netns/cmd/missing) && \
+	  if [ -n "$$missing" ]; then echo "test-apiserver: skipped: $$missing"; exit 0; fi && \
+	  $(GO) test -count=1 -timeout $(APISERVER_TIMEOUT) ./...
 
 bench: ## benchmarks printing ratios against a peer measured in the same run
 	bash bench/run.sh

@@ -1,0 +1,174 @@
+// Package harness starts a real Kubernetes control plane in the test process:
+// an embedded etcd, kube-apiserver (k8s.io/kubernetes cmd/kube-apiserver
+// app/testing) and the kube-controller-manager controllers the tier needs
+// (cmd/kube-controller-manager app/testing; by default namespace deletion and
+// garbage collection), and writes a cluster-admin kubeconfig for clients in
+// other processes. Stop ends all of it and removes what it wrote.
+//
+// It runs only inside the private network namespace of package netns, so the
+// addresses the tier uses (the API server's loopback port, Pod addresses in
+// netns.PodCIDR) exist for nothing else on the machine.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	kubecontrollermanagertesting "k8s.io/kubernetes/cmd/kube-controller-manager/app/testing"
+
+	"github.com/gpustack/routing-conformance/test/apiserver/netns"
+)
+
+// DefaultControllers are the kube-controller-manager controllers Start runs
+// when Options.Controllers is empty: namespace finalization and deletion, and
+// garbage collection of objects whose owners are gone.
+var DefaultControllers = []string{"namespace-controller", "garbage-collector-controller"}
+
+// DefaultAPIServerFlags are the kube-apiserver flags Start always passes:
+// RBAC is evaluated as in a real cluster (the harness's own identity is in
+// system:masters), and the ServiceAccount admission plugin is off because
+// no token controller mounts service account tokens into Pods here.
+var DefaultAPIServerFlags = []string{
+	"--authorization-mode=RBAC",
+	"--disable-admission-plugins=ServiceAccount",
+}
+
+// Options tune Start; the zero value is the tier's default control plane.
+type Options struct {
+	// Controllers are the kube-controller-manager controllers to run, by the
+	// names --controllers takes; empty means DefaultControllers.
+	Controllers []string
+	// APIServerFlags are added after DefaultAPIServerFlags.
+	APIServerFlags []string
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Config is a cluster-admin client configuration for this process.
+	Config *rest.Config
+	// Kubeconfig is the path of a kubeconfig holding the same identity, for
+	// clients in other processes of the same network namespace.
+	Kubeconfig string
+	// Dirs are the directories the control plane writes (kubeconfig, etcd
+	// data, the API server's certificates); Stop removes them.
+	Dirs []string
+
+	mu    sync.Mutex
+	stops []func() // run in reverse order by Stop
+}
+
+// Start brings up etcd, kube-apiserver and the controllers, or fails t. The
+// control plane is stopped when t ends; call Stop to end it earlier.
+func Start(t *testing.T, opts Options) *Cluster {
+	t.Helper()
+	netns.Require(t)
+	c, err := start(t, opts)
+	if err != nil {
+		if c != nil {
+			c.Stop()
+		}
+		t.Fatalf("harness: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+func start(t *testing.T, opts Options) (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "rc-apiserver-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Dirs: []string{dir}}
+	c.onStop(func() { os.RemoveAll(dir) })
+
+	etcd, err := startEtcd(filepath.Join(dir, "etcd"))
+	if err != nil {
+		return c, err
+	}
+	c.onStop(etcd.Close)
+
+	storage := storagebackend.NewDefaultConfig(path.Join("/", "registry"), nil)
+	storage.Transport.ServerList = []string{etcd.URL}
+	flags := append(append([]string{}, DefaultAPIServerFlags...), opts.APIServerFlags...)
+	api, err := kubeapiservertesting.StartTestServer(t, kubeapiservertesting.NewDefaultTestServerOptions(), flags, storage)
+	if err != nil {
+		return c, fmt.Errorf("kube-apiserver: %w", err)
+	}
+	c.onStop(api.TearDownFn)
+	c.Dirs = append(c.Dirs, api.TmpDir)
+	c.Config = rest.CopyConfig(api.ClientConfig)
+
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.Config); err != nil {
+		return c, err
+	}
+
+	controllers := opts.Controllers
+	if len(controllers) == 0 {
+		controllers = DefaultControllers
+	}
+	kcm, err := kubecontrollermanagertesting.StartTestServer(t, context.Background(), []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
+		"--leader-elect=false",
+		// No serving endpoint: nothing here scrapes or probes the manager.
+		"--secure-port=0",
+	})
+	if err != nil {
+		return c, fmt.Errorf("kube-controller-manager: %w", err)
+	}
+	c.onStop(kcm.TearDownFn)
+	return c, nil
+}
+
+// Stop ends the controllers, the API server and etcd, in that order, and
+// removes the directories they wrote. It is safe to call more than once.
+func (c *Cluster) Stop() {
+	c.mu.Lock()
+	stops := c.stops
+	c.stops = nil
+	c.mu.Unlock()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
+}
+
+func (c *Cluster) onStop(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stops = append(c.stops, f)
+}
+
+// writeKubeconfig writes cfg's server, CA, TLS server name and bearer token
+// as a one-context kubeconfig.
+func writeKubeconfig(file string, cfg *rest.Config) error {
+	if cfg.BearerToken == "" || len(cfg.TLSClientConfig.CAData) == 0 {
+		return errors.New("the API server's loopback client config has no token or CA to write to a kubeconfig")
+	}
+	const name = "rc-apiserver"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{
+		Server:                   cfg.Host,
+		CertificateAuthorityData: cfg.TLSClientConfig.CAData,
+		TLSServerName:            cfg.TLSClientConfig.ServerName,
+	}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	if err := clientcmd.WriteToFile(*kc, file); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", file, err)
+	}
+	return nil
+}
