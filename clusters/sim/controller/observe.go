@@ -126,9 +126,9 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The spec may have moved while this pass ran; status (its conditions'
+	// observedGeneration) is for what was seen.
 	st := operator.ComputeStatus(md, &c.obj.Status, obs)
-	// The spec may have moved while this pass ran; status is for what was seen.
-	st.ObservedGeneration = md.Metadata.Generation
 	c.obj.Status = st
 	converged := md.Spec.Router != nil
 	for _, r := range st.Roles {

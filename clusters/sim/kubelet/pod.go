@@ -17,6 +17,7 @@ import (
 type pod struct {
 	spec         PodSpec
 	uid, ip      string
+	ips          *ipAllocator // where ip (and privateIP) came from
 	created      time.Time
 	phase        string
 	deletionTime *time.Time
@@ -160,6 +161,9 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time) (int32, s
 	}
 	if c.spec.WatchPods {
 		view.Pods = k.Pods()
+		if k.opts.PodWatcher != nil {
+			view.Pods = k.opts.PodWatcher
+		}
 	}
 
 	k.mu.Lock()
