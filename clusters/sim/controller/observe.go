@@ -87,9 +87,10 @@ func (c *Controller) observeOne(ctx context.Context, p kubelet.PodStatus) operat
 	return v
 }
 
-// publish computes status from what is observed and stores it.
+// publish computes status from what is observed and stores it; hash is the
+// pod-template-hash of the router's current template.
 func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubelet.PodStatus,
-	routers []kubelet.PodStatus, views []operator.RouterView, deleting bool) {
+	routers []kubelet.PodStatus, views []operator.RouterView, deleting bool, hash string) {
 	obs := operator.Observation{Now: time.Now(), Deleting: deleting, RouterViews: views,
 		ServingValidity: c.cfg.ServingValidity}
 	for i := range md.Spec.Roles {
@@ -105,12 +106,6 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 		}
 		obs.Roles = append(obs.Roles, ro)
 	}
-	var hash string
-	if md.Spec.Router != nil {
-		if w, err := operator.RenderRouter(md); err == nil {
-			hash = w.TemplateHash
-		}
-	}
 	for _, p := range routers {
 		ro := operator.RouterPodObservation{Name: p.Name, Ready: p.Ready, Deleting: p.Deleting(),
 			UpToDate: p.Labels[operator.LabelPodTemplateHash] == hash}
@@ -124,10 +119,9 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 		obs.RouterPods = append(obs.RouterPods, ro)
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	// The spec may have moved while this pass ran; status (its conditions'
 	// observedGeneration) is for what was seen.
+	c.mu.Lock()
 	st := operator.ComputeStatus(md, &c.obj.Status, obs)
 	c.obj.Status = st
 	converged := md.Spec.Router != nil
@@ -138,4 +132,10 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 		}
 	}
 	c.converged = converged
+	c.mu.Unlock()
+	if c.cfg.OnStatus != nil {
+		out := operator.DeepCopy(md)
+		out.Status = st
+		c.cfg.OnStatus(out)
+	}
 }

@@ -35,7 +35,7 @@ const (
 // routers (router label).
 func (c *Controller) ownedPods(name, namespace string) (engines map[string][]kubelet.PodStatus, routers []kubelet.PodStatus) {
 	engines = map[string][]kubelet.PodStatus{}
-	for _, p := range c.cfg.Kubelet.ListStatus(namespace, map[string]string{
+	for _, p := range c.store().ListStatus(namespace, map[string]string{
 		api.LabelName: api.NameValue, api.LabelInstance: name}) {
 		if _, ok := p.Labels[api.LabelRouter]; ok {
 			routers = append(routers, p)
@@ -65,13 +65,19 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 		}
 		for _, ps := range engines {
 			for _, p := range ps {
-				c.cfg.Kubelet.Delete(ns, p.Name)
+				c.store().Delete(ns, p.Name)
+			}
+		}
+		if rs, ok := c.store().(RouterStore); ok {
+			// Its Pods would be replaced while the Deployment stands.
+			if err := rs.DeleteRouter(md); err != nil {
+				c.warn("FailedDelete", fmt.Sprintf("delete router Deployment: %v", err))
 			}
 		}
 		for _, p := range routers {
-			c.cfg.Kubelet.Delete(ns, p.Name)
+			c.store().Delete(ns, p.Name)
 		}
-		c.publish(md, engines, routers, nil, true)
+		c.publish(md, engines, routers, nil, true, "")
 		return remaining == 0
 	}
 
@@ -85,11 +91,11 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 			}
 		}
 	}
-	c.reconcileRouter(md, routers)
+	hash := c.reconcileRouter(md, routers)
 
 	engines, routers = c.ownedPods(name, ns)
 	views := c.observe(ctx, md, routers, fingerprint(engines, routers))
-	c.publish(md, engines, routers, views, false)
+	c.publish(md, engines, routers, views, false, hash)
 	return false
 }
 
@@ -185,7 +191,7 @@ func (c *Controller) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 }
 
 func (c *Controller) createPod(spec kubelet.PodSpec, owner string) {
-	if _, err := c.cfg.Kubelet.Create(spec); err != nil {
+	if _, err := c.store().Create(spec); err != nil {
 		c.warn("FailedCreate", fmt.Sprintf("create pod %s for %s: %v", spec.Name, owner, err))
 		return
 	}
@@ -196,7 +202,7 @@ func (c *Controller) deletePod(p kubelet.PodStatus, why string) {
 	if p.Deleting() {
 		return
 	}
-	if c.cfg.Kubelet.Delete(p.Namespace, p.Name) {
+	if c.store().Delete(p.Namespace, p.Name) {
 		c.normal("SuccessfulDelete", fmt.Sprintf("Deleted pod: %s (%s)", p.Name, why))
 	}
 }
@@ -204,18 +210,34 @@ func (c *Controller) deletePod(p kubelet.PodStatus, why string) {
 // reconcileRouter is the <md>-router Deployment: a rolling update with the
 // apps/v1 defaults (maxSurge 25% rounded up, maxUnavailable 25% rounded
 // down), so a one-replica router gets its new Pod first and loses the old
-// one once the new one is ready.
-func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.PodStatus) {
+// one once the new one is ready. A RouterStore's Deployment controller does
+// that itself. It returns the pod-template-hash of the current template's
+// Pods ("" when there is none or it is not known yet).
+func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.PodStatus) string {
+	rs, apply := c.store().(RouterStore)
 	if md.Spec.Router == nil {
+		if apply {
+			if err := rs.DeleteRouter(md); err != nil {
+				c.warn("FailedDelete", fmt.Sprintf("delete router Deployment: %v", err))
+			}
+			return ""
+		}
 		for _, p := range pods {
 			c.deletePod(p, "spec.router was removed")
 		}
-		return
+		return ""
 	}
 	w, err := operator.RenderRouter(md)
 	if err != nil {
 		c.warn("RenderFailed", err.Error())
-		return
+		return ""
+	}
+	if apply {
+		hash, err := rs.ApplyRouter(md, w, c.routerPodSpec(md, w))
+		if err != nil {
+			c.warn("FailedApply", fmt.Sprintf("router Deployment %s: %v", w.Name, err))
+		}
+		return hash
 	}
 	desired := int(md.Spec.Router.RouterReplicas())
 	surge := int(math.Ceil(float64(desired) * 0.25))
@@ -273,14 +295,20 @@ func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.Pod
 			readyOld--
 		}
 	}
+	return w.TemplateHash
 }
 
 func (c *Controller) createRouter(md *api.ModelDeployment, w operator.RouterWorkload) {
+	c.createPod(c.routerPodSpec(md, w), "router "+md.Spec.Router.Name)
+}
+
+// routerPodSpec is one router Pod of template w (a generated name).
+func (c *Controller) routerPodSpec(md *api.ModelDeployment, w operator.RouterWorkload) kubelet.PodSpec {
 	main := c.cfg.Programs.Command(w.Command)
 	if main == nil {
 		main = programs.NotFound(w.Command)
 	}
-	spec := kubelet.PodSpec{
+	return kubelet.PodSpec{
 		Name:        kubelet.GenerateName(w.Name + "-" + w.TemplateHash + "-"),
 		Namespace:   md.Metadata.Namespace,
 		Labels:      maps.Clone(w.Labels),
@@ -293,5 +321,4 @@ func (c *Controller) createRouter(md *api.ModelDeployment, w operator.RouterWork
 				FailureThreshold: readinessFailureThreshold},
 		}},
 	}
-	c.createPod(spec, "router "+md.Spec.Router.Name)
 }
