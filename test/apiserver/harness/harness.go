@@ -111,7 +111,7 @@ func start(t *testing.T, opts Options) (*Cluster, error) {
 	c.Config = rest.CopyConfig(api.ClientConfig)
 
 	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, c.Config); err != nil {
+	if err := WriteKubeconfig(c.Kubeconfig, c.Config); err != nil {
 		return c, err
 	}
 
@@ -151,9 +151,9 @@ func (c *Cluster) onStop(f func()) {
 	c.stops = append(c.stops, f)
 }
 
-// writeKubeconfig writes cfg's server, CA, TLS server name and bearer token
+// WriteKubeconfig writes cfg's server, CA, TLS server name and bearer token
 // as a one-context kubeconfig.
-func writeKubeconfig(file string, cfg *rest.Config) error {
+func WriteKubeconfig(file string, cfg *rest.Config) error {
 	if cfg.BearerToken == "" || len(cfg.TLSClientConfig.CAData) == 0 {
 		return errors.New("the API server's loopback client config has no token or CA to write to a kubeconfig")
 	}
