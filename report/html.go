@@ -26,6 +26,10 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		// chartSVG escapes every text it writes.
 		return template.HTML(chartSVG(s.Split)) //nolint:gosec
 	},
+	"sweep": func(s SweepResult) template.HTML {
+		// sweepSVG escapes every text it writes.
+		return template.HTML(sweepSVG(s.Sweep)) //nolint:gosec
+	},
 	"cls":  resultClass,
 	"join": strings.Join,
 }).Parse(`<!DOCTYPE html>
@@ -67,6 +71,15 @@ h1 span { padding: 2px 10px; }
 {{range .OtherSplits}}<div class="split">
 <p><b>{{.Pair}}</b>, {{.Title}}: {{.Counts}} by <code>{{.Source}}</code>; {{.Requests}} requests, {{.Failures}} failed; documented: {{.Expected}}; <span class="{{cls .Result}}">{{.Result}}</span></p>
 {{chart .}}
+</div>{{end}}{{end}}
+{{if .Sweeps}}<h2>Concurrency sweeps</h2>
+{{range .Sweeps}}<div class="sweep">
+<p><b>{{.Pair}}</b>, {{.Title}}: by <code>{{.Source}}</code>; expected: {{.Expected}}; <span class="{{cls .Result}}">{{.Result}}</span></p>
+{{sweep .}}
+<table>
+<tr><th>Concurrency</th><th>Split</th><th>Failed</th><th>Latency p50/p95/p99 ms</th><th>TTFT p50/p95/p99 ms</th></tr>
+{{range .Levels}}<tr><td>{{.Concurrency}}</td><td>{{.Counts}}</td><td>{{.Failures}} of {{.Requests}}</td><td>{{.Latency}}</td><td>{{.TTFT}}</td></tr>
+{{end}}</table>
 </div>{{end}}{{end}}
 <h2>Specs</h2>
 <table>

@@ -49,6 +49,12 @@ func Markdown(r *Report) string {
 			p("%s\n", textBars(s.Split))
 		}
 	}
+	if len(r.Sweeps) > 0 {
+		p("## Concurrency sweeps\n\n")
+		for _, s := range r.Sweeps {
+			p("%s\n", sweepMarkdown(s))
+		}
+	}
 	p("## Specs\n\n| Spec | Result | Time | Reason |\n|---|---|---|---|\n")
 	for _, s := range r.Specs {
 		reason := s.Reason
