@@ -30,6 +30,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		// sweepSVG escapes every text it writes.
 		return template.HTML(sweepSVG(s.Sweep)) //nolint:gosec
 	},
+	"kind": kindNote,
 	"cls":  resultClass,
 	"join": strings.Join,
 }).Parse(`<!DOCTYPE html>
@@ -60,7 +61,7 @@ h1 span { padding: 2px 10px; }
 {{if .SuiteFailures}}<h3>Suite failures</h3><ul>{{range .SuiteFailures}}<li class="reason">{{.}}</li>{{end}}</ul>{{end}}
 <h2>Documented claims</h2>
 {{range .Claims}}
-<h3 id="claim-{{.Name}}">{{.Title}}: <span class="{{cls .Result}}">{{.Result}}</span></h3>
+<h3 id="claim-{{.Name}}">{{.Title}}{{kind .Kind}}: <span class="{{cls .Result}}">{{.Result}}</span></h3>
 <p>Source: {{.Source}}</p>
 <table>
 <tr><th>Pair</th><th>Documented</th><th>Measured</th><th>Result</th><th>Reason</th></tr>

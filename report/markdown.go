@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpustack/routing-conformance/fixtures"
 )
 
 // Markdown renders qualification.md.
@@ -27,7 +29,7 @@ func Markdown(r *Report) string {
 	}
 	p("## Documented claims\n\n")
 	for _, c := range r.Claims {
-		p("### %s: %s\n\n", c.Title, c.Result)
+		p("### %s%s: %s\n\n", c.Title, kindNote(c.Kind), c.Result)
 		p("Source: %s\n\n", c.Source)
 		p("| Pair | Documented | Measured | Result | Reason |\n|---|---|---|---|---|\n")
 		for _, row := range c.Rows {
@@ -127,4 +129,13 @@ func costRows(c CostSummary) [][2]string {
 func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "<br>")
+}
+
+// kindNote marks an extended claim's title: its expected column is derived
+// from the routers' algorithms, not documented.
+func kindNote(kind string) string {
+	if kind == fixtures.KindExtended {
+		return " (extended: expected outcome derived from the routers' algorithms)"
+	}
+	return ""
 }

@@ -107,8 +107,11 @@ type Statistics struct {
 
 // ClaimTable is one documented claim: a row per pair.
 type ClaimTable struct {
-	Name   string     `json:"name"`
-	Title  string     `json:"title"`
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Kind is documented (the routing page) or extended (derived from the
+	// routers' algorithms).
+	Kind   string     `json:"kind"`
 	Source string     `json:"source"`
 	Result string     `json:"result"`
 	Rows   []ClaimRow `json:"rows"`
@@ -447,7 +450,7 @@ func costSummary(r types.Report) CostSummary {
 }
 
 func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
-	t := ClaimTable{Name: c.Name, Title: c.Title, Source: c.Source}
+	t := ClaimTable{Name: c.Name, Title: c.Title, Kind: c.ClaimKind(), Source: c.Source}
 	for _, p := range fixtures.DocumentedPairs {
 		row := ClaimRow{Pair: p.String()}
 		for _, e := range c.Pairs {

@@ -76,3 +76,19 @@ func TestSweepRendersATableAndAStackedBarPerLevel(t *testing.T) {
 		t.Error("html lacks the level table")
 	}
 }
+
+func TestExtendedClaimTablesSayTheirOutcomeIsDerived(t *testing.T) {
+	r := sweepReport(t)
+	var kinds []string
+	for _, c := range r.Claims {
+		if c.Name == "concurrency" || c.Name == "affinity" {
+			kinds = append(kinds, c.Name+"="+c.Kind)
+		}
+	}
+	if strings.Join(kinds, ",") != "affinity=documented,concurrency=extended" {
+		t.Errorf("kinds %v", kinds)
+	}
+	if md := Markdown(r); !strings.Contains(md, "### Concurrent spread of prefix-sharing chats (extended: expected outcome derived from the routers' algorithms): PASS") {
+		t.Errorf("markdown does not mark the extended claim:\n%s", md)
+	}
+}

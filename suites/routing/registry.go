@@ -212,8 +212,15 @@ func isolated() (bool, error) {
 // exactly the replicas, which earlier traffic to the same replicas cannot
 // change; the router counters it and roundrobin read are deltas. admission's
 // "admitted" check is the round-robin deployment's own creation, which the
-// webhook admitted. A claim added later must be as indifferent to history,
-// or have its Deployment return false.
+// webhook admitted. The extended claims on the default deployment
+// (concurrency, routingtext, the thresholds' defaults case) start from
+// fresh prompts or session ids and judge deltas over their own requests;
+// those that hold requests first wait until the router shows nothing in
+// flight; the candidate order they rely on ("first on ties") holds while
+// membership does (and a concurrency level's one-replica shape holds
+// whichever replica its warm-up took). A claim
+// added later must be as indifferent to history, or have its Deployment
+// return false.
 //
 // E2E_ISOLATE=1 gives every spec its own deployment again (named
 // <claim>-<pair>, as before sharing), without Ordered containers.
