@@ -35,15 +35,9 @@ var _ = register(Claim{
 	// is confirmed: no other claim can use a router that never starts.
 	Deployment: nil,
 	Spec: func(p api.Pair, input func() Input) {
-		for _, arg := range badThresholdArgs(p) {
-			text := arg
-			if text == "" {
-				text = "any threshold"
-			}
-			Describe(text, func() {
-				BadThresholdSpec(func() BadThresholdSpecInput { return BadThresholdSpecInput{Input: input(), Arg: arg} })
-			})
-		}
+		describeCases(ClaimBadThreshold, p, "any threshold", badThresholdArgs, func(arg string) {
+			BadThresholdSpec(func() BadThresholdSpecInput { return BadThresholdSpecInput{Input: input(), Arg: arg} })
+		})
 	},
 })
 
@@ -70,14 +64,7 @@ func BadThresholdSpec(input func() BadThresholdSpecInput) {
 	BeforeEach(func() {
 		in = input()
 		exp := in.begin("BadThresholdSpec", ClaimBadThreshold)
-		i := -1
-		for j, b := range exp.BadThresholds {
-			if b.Arg == in.Arg {
-				i = j
-			}
-		}
-		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a badThresholds arg of %s in fixtures/expect.yaml", in.Arg, in.Pair)
-		bad = exp.BadThresholds[i]
+		bad = findCase(exp.BadThresholds, func(b fixtures.BadThreshold) string { return b.Arg }, in.Arg, "badThresholds arg", in.Pair)
 	})
 
 	It("stops the router at startup with the derived error and exit code, and the deployment never becomes Ready", func(ctx SpecContext) {
@@ -116,15 +103,10 @@ func BadThresholdSpec(input func() BadThresholdSpecInput) {
 	})
 }
 
-// badThresholdArgs are the refused args of a pair's row, or one "" when
-// the claim does not apply.
-func badThresholdArgs(p api.Pair) []string {
-	exp, err := fixtures.Lookup(ClaimBadThreshold, p)
-	if err != nil || len(exp.BadThresholds) == 0 {
-		return []string{""}
-	}
+// badThresholdArgs are the refused args of a row.
+func badThresholdArgs(e fixtures.Expectation) []string {
 	var out []string
-	for _, b := range exp.BadThresholds {
+	for _, b := range e.BadThresholds {
 		out = append(out, b.Arg)
 	}
 	return out

@@ -201,7 +201,8 @@ func simEnginePods(claims []Claim) (pods, deployments int) {
 		pods += 2 * n
 		deployments += n
 		if has(ClaimBadThreshold) {
-			bad := len(badThresholdArgs(p))
+			exp, _ := fixtures.Lookup(ClaimBadThreshold, p)
+			bad := len(badThresholdArgs(exp))
 			pods += badThresholdReplicas * bad
 			deployments += bad
 		}

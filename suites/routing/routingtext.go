@@ -33,15 +33,9 @@ var _ = register(Claim{
 	// it starts only once the router shows nothing in flight.
 	Deployment: documentedArgs,
 	Spec: func(p api.Pair, input func() Input) {
-		for _, name := range routingCaseNames(p) {
-			text := name
-			if text == "" {
-				text = "any case"
-			}
-			Describe(text, func() {
-				RoutingTextSpec(func() RoutingTextSpecInput { return RoutingTextSpecInput{Input: input(), Case: name} })
-			})
-		}
+		describeCases(ClaimRoutingText, p, "any case", routingCases, func(name string) {
+			RoutingTextSpec(func() RoutingTextSpecInput { return RoutingTextSpecInput{Input: input(), Case: name} })
+		})
 	},
 })
 
@@ -71,14 +65,7 @@ func RoutingTextSpec(input func() RoutingTextSpecInput) {
 	BeforeEach(func() {
 		in = input()
 		exp = in.begin("RoutingTextSpec", ClaimRoutingText)
-		i := -1
-		for j, c := range exp.RoutingText {
-			if c.Name == in.Case {
-				i = j
-			}
-		}
-		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a routingText case of %s in fixtures/expect.yaml", in.Case, in.Pair)
-		rc = exp.RoutingText[i]
+		rc = findCase(exp.RoutingText, func(c fixtures.RoutingCase) string { return c.Name }, in.Case, "routingText case", in.Pair)
 		if in.Requests == 0 {
 			in.Requests = 20
 		}
@@ -178,15 +165,10 @@ func newHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// routingCaseNames are the case names of a pair's row, or one "" when the
-// claim does not apply (so the pair still shows as skipped, with the reason).
-func routingCaseNames(p api.Pair) []string {
-	exp, err := fixtures.Lookup(ClaimRoutingText, p)
-	if err != nil || len(exp.RoutingText) == 0 {
-		return []string{""}
-	}
+// routingCases names the routingText cases of a row.
+func routingCases(e fixtures.Expectation) []string {
 	var out []string
-	for _, c := range exp.RoutingText {
+	for _, c := range e.RoutingText {
 		out = append(out, c.Name)
 	}
 	return out

@@ -42,15 +42,9 @@ var _ = register(Claim{
 	// deployment of its own with its args, deleted when it ends.
 	Deployment: documentedArgs,
 	Spec: func(p api.Pair, input func() Input) {
-		for _, name := range thresholdCaseNames(p) {
-			text := name
-			if text == "" {
-				text = "any setting"
-			}
-			Describe(text, func() {
-				ThresholdSpec(func() ThresholdSpecInput { return ThresholdSpecInput{Input: input(), Case: name} })
-			})
-		}
+		describeCases(ClaimThresholds, p, "any setting", thresholdCases, func(name string) {
+			ThresholdSpec(func() ThresholdSpecInput { return ThresholdSpecInput{Input: input(), Case: name} })
+		})
 	},
 })
 
@@ -78,14 +72,7 @@ func ThresholdSpec(input func() ThresholdSpecInput) {
 	BeforeEach(func() {
 		in = input()
 		exp = in.begin("ThresholdSpec", ClaimThresholds)
-		i := -1
-		for j, c := range exp.Thresholds {
-			if c.Name == in.Case {
-				i = j
-			}
-		}
-		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a thresholds case of %s in fixtures/expect.yaml", in.Case, in.Pair)
-		hc = exp.Thresholds[i]
+		hc = findCase(exp.Thresholds, func(c fixtures.HeldCase) string { return c.Name }, in.Case, "thresholds case", in.Pair)
 		Expect(int(in.Config.Replicas)).To(Equal(len(hc.Counts)), "the %s case is derived for %d replicas; run it with replicas: %d", hc.Name, len(hc.Counts), len(hc.Counts))
 	})
 
@@ -177,15 +164,10 @@ func deltaOrZero(before, after metrics.Snapshot, name string) (float64, error) {
 	return a - b, nil
 }
 
-// thresholdCaseNames are the case names of a pair's row, or one "" when
-// the claim does not apply.
-func thresholdCaseNames(p api.Pair) []string {
-	exp, err := fixtures.Lookup(ClaimThresholds, p)
-	if err != nil || len(exp.Thresholds) == 0 {
-		return []string{""}
-	}
+// thresholdCases names the thresholds cases of a row.
+func thresholdCases(e fixtures.Expectation) []string {
 	var out []string
-	for _, c := range exp.Thresholds {
+	for _, c := range e.Thresholds {
 		out = append(out, c.Name)
 	}
 	return out
