@@ -83,7 +83,8 @@ func (t Target) startHolds(ctx context.Context, claim string, dep clusters.Deplo
 	return h
 }
 
-// inFlight reads the gauge per replica (0 for a worker without a series).
+// inFlight reads the gauge of every replica (0 for a worker without a
+// series: the router sets it on the first load change).
 func (h *holds) inFlight(ctx context.Context) (map[string]int, error) {
 	s, err := h.dep.RouterMetrics(ctx)
 	if err != nil {
@@ -94,6 +95,9 @@ func (h *holds) inFlight(ctx context.Context) (map[string]int, error) {
 		return nil, err
 	}
 	out := map[string]int{}
+	for _, name := range h.replica {
+		out[name] = 0
+	}
 	for v, n := range by {
 		name, ok := h.replica[v]
 		if !ok {
