@@ -15,7 +15,6 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // BenchmarkDeployReady measures Deploy → WaitReady for one router and two
@@ -25,7 +24,7 @@ import (
 func BenchmarkDeployReady(b *testing.B) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		b.Run(router, func(b *testing.B) {
-			c := newCluster(b, sim.Options{Programs: programs.Default()})
+			c := realCluster(b, sim.Options{})
 			ctx := context.Background()
 			var total time.Duration
 			b.ResetTimer()
@@ -62,7 +61,7 @@ func BenchmarkRouterThroughput(b *testing.B) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		b.Run(router, func(b *testing.B) {
 			// Fast engines: the benchmark measures the sim, not the modelled latency.
-			c := newCluster(b, sim.Options{Programs: programs.Default(),
+			c := realCluster(b, sim.Options{
 				Engine: sim.EngineKnobs{TTFT: time.Millisecond, ITL: 100 * time.Microsecond, OutputTokens: 4}})
 			d := deployReady(b, c, md("tput", router, engineOf(router), 2))
 			base, err := d.OpenAIBaseURL(context.Background())

@@ -32,9 +32,14 @@ type deployment struct {
 	// admit is the API server's admission of an update (webhook, defaults,
 	// and what the sim can run).
 	admit func(old, next *api.ModelDeployment) error
+	// seed reads an EPP's picker seed by namespace/pod.
+	seed func(key string) (uint64, bool)
 }
 
-var _ clusters.Deployment = (*deployment)(nil)
+var (
+	_ clusters.Deployment   = (*deployment)(nil)
+	_ clusters.PickerSeeder = (*deployment)(nil)
+)
 
 func (d *deployment) key() string { return d.namespace + "/" + d.name }
 
@@ -336,4 +341,32 @@ func (d *deployment) Events() []kubelet.Event { return d.ctrl.Events() }
 // Pods hold no accelerators.
 func (d *deployment) Cost(context.Context) (clusters.Cost, error) {
 	return d.ctrl.Cost(), nil
+}
+
+// RouterConfig is the router ConfigMap <md>-router as the operator wrote it
+// (llm-d-router only).
+func (d *deployment) RouterConfig(ctx context.Context) (map[string]string, error) {
+	obj, err := d.Object(ctx)
+	if err != nil {
+		return nil, err
+	}
+	name := operator.RouterServiceName(obj)
+	if data, ok := d.ctrl.ConfigMap(name); ok {
+		return data, nil
+	}
+	return nil, fmt.Errorf("configmaps %q %w in namespace %q", name, clusters.ErrNotFound, d.namespace)
+}
+
+// PickerSeeds maps each live router Pod to its EPP's tie-break seed.
+func (d *deployment) PickerSeeds(ctx context.Context) (map[string]uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for _, p := range d.routerPods() {
+		if s, ok := d.seed(p.Namespace + "/" + p.Name); ok {
+			out[p.Name] = s
+		}
+	}
+	return out, nil
 }
