@@ -76,26 +76,38 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 
 // stuck names a router that will never start as configured: every router
 // Pod of the current template (the ReplicaSet's pod-template-hash) is
-// crash-looping after exiting with clap's code 2 for an argument it refused
-// (docs/routers.md#clap-errors). Pods of an older template do not count: right after an
-// edit that fixes the arguments the old Pod still crashes while the new one
-// is being created, and waiting resolves that.
+// crash-looping after refusing its arguments: an argv router exits with
+// clap's code 2 (docs/routers.md#clap-errors); llm-d's epp with pflag's 2
+// or, for flags or a configuration it rejects, 1 (docs/llmd.md). Pods of an
+// older template do not count: right after an edit that fixes the arguments
+// the old Pod still crashes while the new one is being created, and waiting
+// resolves that.
 func (d *deployment) stuck(_ context.Context, md *api.ModelDeployment) string {
 	pods := d.currentRouterPods(md)
 	if len(pods) == 0 {
 		return ""
 	}
 	for _, p := range pods {
-		if !refusedArgs(p) {
+		if !refusedArgs(md, p) {
 			return ""
 		}
 	}
-	return fmt.Sprintf("router Pod %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments; its previous log has the error)", pods[0].Name)
+	ctr := operator.RouterContainer(md)
+	return fmt.Sprintf("router Pod %s is in CrashLoopBackOff, last exit code %d (the %s container refused its arguments or configuration; its previous log has the error)",
+		pods[0].Name, *pods[0].LastExitCode, ctr)
 }
 
-// refusedArgs: crash-looping, and the last run exited with clap's code 2.
-func refusedArgs(p clusters.RouterPod) bool {
-	return p.Waiting == kubelet.ReasonCrashLoopBackOff && p.LastExitCode != nil && *p.LastExitCode == 2
+// refusedArgs: crash-looping, and the last run exited with the code the
+// router program uses for arguments or configuration it refuses.
+func refusedArgs(md *api.ModelDeployment, p clusters.RouterPod) bool {
+	if p.Waiting != kubelet.ReasonCrashLoopBackOff || p.LastExitCode == nil {
+		return false
+	}
+	code := *p.LastExitCode
+	if md.Spec.Router != nil && md.Spec.Router.Name == api.RouterLLMD {
+		return code == 1 || code == 2
+	}
+	return code == 2
 }
 
 // currentRouterPods are the live router Pods of obj's current template (the
