@@ -388,7 +388,8 @@ func TestCostIsSummedOnlyWhenEveryDeploymentWasCounted(t *testing.T) {
 
 func TestEntryNamesMatchTheirTypes(t *testing.T) {
 	for name, e := range map[string]Entry{EntryClaim: Claim{}, EntrySplit: Split{}, EntryMetricDelta: MetricDelta{}, EntryBanner: Banner{},
-		EntrySeries: Series{}, EntryAdmission: Admission{}, EntryRouterExit: RouterExit{}, EntryDeploymentCost: DeploymentCost{}} {
+		EntrySeries: Series{}, EntryAdmission: Admission{}, EntryRouterExit: RouterExit{}, EntryDeploymentCost: DeploymentCost{},
+		EntryPickerSeed: PickerSeed{}} {
 		if e.EntryName() != name {
 			t.Errorf("%T.EntryName() = %s, want %s", e, e.EntryName(), name)
 		}
