@@ -22,7 +22,7 @@ import (
 //
 //	go test -run '^$' -bench DeployReady -benchtime 20x ./clusters/sim
 func BenchmarkDeployReady(b *testing.B) {
-	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
+	for _, router := range []string{api.RouterVLLM, api.RouterSGLang, api.RouterLLMD} {
 		b.Run(router, func(b *testing.B) {
 			c := realCluster(b, sim.Options{})
 			ctx := context.Background()
@@ -58,7 +58,7 @@ func BenchmarkDeployReady(b *testing.B) {
 //
 //	go test -run '^$' -bench RouterThroughput -benchtime 20000x ./clusters/sim
 func BenchmarkRouterThroughput(b *testing.B) {
-	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
+	for _, router := range []string{api.RouterVLLM, api.RouterSGLang, api.RouterLLMD} {
 		b.Run(router, func(b *testing.B) {
 			// Fast engines: the benchmark measures the sim, not the modelled latency.
 			c := realCluster(b, sim.Options{

@@ -75,6 +75,11 @@ type Controller struct {
 	// only): its name and data, nil when there is none.
 	configMapName string
 	configMap     map[string]string
+	// rendered is the router render of generation renderedGen: the spec
+	// is all it reads, so a pass renders again only after an edit (the
+	// llm-d render marshals a YAML document).
+	rendered    *operator.RouterWorkload
+	renderedGen int64
 
 	cost clusters.CostLedger
 
@@ -222,6 +227,25 @@ func (c *Controller) warn(reason, msg string)   { c.own("Warning", reason, msg) 
 
 func (c *Controller) own(typ, reason, msg string) {
 	c.Record(kubelet.Event{Time: time.Now(), Namespace: c.namespace, Type: typ, Reason: reason, Message: msg})
+}
+
+// renderRouter is operator.RenderRouter(md), kept per generation.
+func (c *Controller) renderRouter(md *api.ModelDeployment) (operator.RouterWorkload, error) {
+	c.mu.Lock()
+	if c.rendered != nil && c.renderedGen == md.Metadata.Generation {
+		w := *c.rendered
+		c.mu.Unlock()
+		return w, nil
+	}
+	c.mu.Unlock()
+	w, err := operator.RenderRouter(md)
+	if err != nil {
+		return w, err
+	}
+	c.mu.Lock()
+	c.rendered, c.renderedGen = &w, md.Metadata.Generation
+	c.mu.Unlock()
+	return w, nil
 }
 
 // storeConfigMap keeps the rendered router ConfigMap, as the operator

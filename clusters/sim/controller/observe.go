@@ -108,7 +108,7 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 	}
 	var hash string
 	if md.Spec.Router != nil {
-		if w, err := operator.RenderRouter(md); err == nil {
+		if w, err := c.renderRouter(md); err == nil {
 			hash = w.TemplateHash
 		}
 	}

@@ -217,7 +217,7 @@ func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.Pod
 		}
 		return
 	}
-	w, err := operator.RenderRouter(md)
+	w, err := c.renderRouter(md)
 	if err != nil {
 		c.warn("RenderFailed", err.Error())
 		return
