@@ -88,7 +88,7 @@ func serviceName(host string) (svc, ns string, ok bool) {
 }
 
 // resolveService picks a ready Pod of one of the Services the operator
-// renders for a deployment in ns (docs/operator.md#services-for-the-openai-endpoint):
+// renders for a deployment in ns (docs/operator.md#services):
 // <md>-<role> (that role's Pods), <md> (the first role's), <md>-router (the
 // router Pods).
 func (c *Cluster) resolveService(svc, ns string) (string, error) {
