@@ -16,20 +16,25 @@ import (
 // configMap is the kubelet's ConfigMap lookup: the router ConfigMap a live
 // deployment's controller has rendered.
 func (c *Cluster) configMap(namespace, name string) (map[string]string, bool) {
+	for _, d := range c.liveIn(namespace) {
+		if data, ok := d.ctrl.ConfigMap(name); ok {
+			return data, true
+		}
+	}
+	return nil, false
+}
+
+// liveIn lists the deployments of namespace that are not gone.
+func (c *Cluster) liveIn(namespace string) []*deployment {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	var ds []*deployment
 	for _, d := range c.deployments {
 		if d.namespace == namespace && !d.ctrl.Gone() {
 			ds = append(ds, d)
 		}
 	}
-	c.mu.Unlock()
-	for _, d := range ds {
-		if data, ok := d.ctrl.ConfigMap(name); ok {
-			return data, true
-		}
-	}
-	return nil, false
+	return ds
 }
 
 // eppStarted keeps each EPP's picker seed.
@@ -92,15 +97,7 @@ func serviceName(host string) (svc, ns string, ok bool) {
 // <md>-<role> (that role's Pods), <md> (the first role's), <md>-router (the
 // router Pods).
 func (c *Cluster) resolveService(svc, ns string) (string, error) {
-	c.mu.Lock()
-	var ds []*deployment
-	for _, d := range c.deployments {
-		if d.namespace == ns && !d.ctrl.Gone() {
-			ds = append(ds, d)
-		}
-	}
-	c.mu.Unlock()
-	for _, d := range ds {
+	for _, d := range c.liveIn(ns) {
 		md := d.ctrl.Object()
 		selector := map[string]string{}
 		switch {

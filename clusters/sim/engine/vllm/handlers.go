@@ -221,13 +221,9 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusBadRequest, "Bad Request", msg, "body")
 		return
 	}
-	if common.Model != "" && !slices.Contains(a.cfg.servedNames, common.Model) {
-		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", common.Model), "")
+	model, ok := a.servedModel(w, common.Model)
+	if !ok {
 		return
-	}
-	model := a.cfg.servedName()
-	if common.Model != "" {
-		model = common.Model
 	}
 	if common.N != 1 {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d: the simulated engine generates one choice per request (n=1)", common.N), "n")
@@ -396,13 +392,9 @@ func (a *api) render(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	*pp = req.Prompt
-	if m := req.Model; m != "" && !slices.Contains(a.cfg.servedNames, m) {
-		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", m), "")
+	model, ok := a.servedModel(w, req.Model)
+	if !ok {
 		return
-	}
-	model := a.cfg.servedName()
-	if req.Model != "" {
-		model = req.Model
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens < 0 {
@@ -436,4 +428,17 @@ func (a *api) render(w http.ResponseWriter, r *http.Request, chat bool) {
 		b = append(b, ']')
 	}
 	server.WriteJSON(w, http.StatusOK, b)
+}
+
+// servedModel is the model a request names, or the first served name when
+// it names none; a name not served is answered 404 and ok is false.
+func (a *api) servedModel(w http.ResponseWriter, name string) (string, bool) {
+	if name == "" {
+		return a.cfg.servedName(), true
+	}
+	if !slices.Contains(a.cfg.servedNames, name) {
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name), "")
+		return "", false
+	}
+	return name, true
 }
