@@ -60,8 +60,12 @@ func (c *Cluster) serviceClient() *http.Client {
 	return &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
-			Proxy:               nil,
-			MaxIdleConnsPerHost: 16,
+			Proxy: nil,
+			// Enough idle connections for every render call in flight at
+			// the suite's and the benchmark's concurrency, so calls do not
+			// dial anew.
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 128,
 			IdleConnTimeout:     5 * time.Second,
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 				host, port, err := net.SplitHostPort(addr)
