@@ -20,7 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -391,4 +393,30 @@ func (c *Controller) engineEnv() map[string]string {
 		env = map[string]string{}
 	}
 	return env
+}
+
+// HTTPGet is a Config.Get over client: url within timeout and up to limit
+// bytes; an answer other than 200 is an error naming its status.
+func HTTPGet(client *http.Client) func(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error) {
+	return func(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return body, nil
+	}
 }
