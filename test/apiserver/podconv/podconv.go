@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
@@ -54,6 +55,17 @@ func ToPod(spec kubelet.PodSpec) *corev1.Pod {
 		for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 			ct.Env = append(ct.Env, corev1.EnvVar{Name: k, Value: c.Env[k]})
 		}
+		for _, e := range c.EnvFrom {
+			ct.Env = append(ct.Env, toEnvVar(e))
+		}
+		for _, m := range c.Mounts {
+			vol := volumeName(m.ConfigMap)
+			ct.VolumeMounts = append(ct.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: m.Path, ReadOnly: true})
+			if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == vol }) {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
+					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: m.ConfigMap}}}})
+			}
+		}
 		for i, port := range c.Ports {
 			cp := corev1.ContainerPort{ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}
 			switch {
@@ -75,6 +87,22 @@ func ToPod(spec kubelet.PodSpec) *corev1.Pod {
 	}
 	return p
 }
+
+// toEnvVar is an env entry resolved at start: a ConfigMap key
+// (configMapKeyRef) or a downward-API field (fieldRef).
+func toEnvVar(e kubelet.EnvSource) corev1.EnvVar {
+	v := corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{}}
+	if e.ConfigMap != "" {
+		v.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: e.ConfigMap}, Key: e.Key}
+	} else {
+		v.ValueFrom.FieldRef = &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: e.FieldPath}
+	}
+	return v
+}
+
+// volumeName is the Pod volume that carries ConfigMap cm.
+func volumeName(cm string) string { return "cm-" + cm }
 
 // program is the part of Command that names the program: Command is the
 // whole argv and Args what the program parses.
@@ -115,9 +143,13 @@ func FromPod(p *corev1.Pod, reg programs.Registry) kubelet.PodSpec {
 	}
 	_, router := p.Labels[api.LabelRouter]
 	for _, c := range p.Spec.Containers {
-		main := reg.Command(c.Command)
+		prog := c.Command
+		if len(prog) == 0 {
+			prog = entrypoint(c.Image)
+		}
+		main := reg.Command(prog)
 		if main == nil {
-			main = programs.NotFound(append(slices.Clone(c.Command), c.Args...))
+			main = programs.NotFound(append(slices.Clone(prog), c.Args...))
 		}
 		ct := kubelet.ContainerSpec{
 			Name: c.Name, Image: c.Image, Main: main, WatchPods: router,
@@ -127,7 +159,22 @@ func FromPod(p *corev1.Pod, reg programs.Registry) kubelet.PodSpec {
 			LivenessProbe: fromProbe(c.LivenessProbe),
 		}
 		for _, e := range c.Env {
-			ct.Env[e.Name] = e.Value
+			switch {
+			case e.ValueFrom == nil:
+				ct.Env[e.Name] = e.Value
+			case e.ValueFrom.ConfigMapKeyRef != nil:
+				ref := e.ValueFrom.ConfigMapKeyRef
+				ct.EnvFrom = append(ct.EnvFrom, kubelet.EnvSource{Name: e.Name, ConfigMap: ref.Name, Key: ref.Key})
+			case e.ValueFrom.FieldRef != nil:
+				ct.EnvFrom = append(ct.EnvFrom, kubelet.EnvSource{Name: e.Name, FieldPath: e.ValueFrom.FieldRef.FieldPath})
+			}
+		}
+		for _, m := range c.VolumeMounts {
+			for _, v := range p.Spec.Volumes {
+				if v.Name == m.Name && v.ConfigMap != nil {
+					ct.Mounts = append(ct.Mounts, kubelet.ConfigMapMount{Path: m.MountPath, ConfigMap: v.ConfigMap.Name})
+				}
+			}
 		}
 		for _, port := range c.Ports {
 			ct.Ports = append(ct.Ports, int(port.ContainerPort))
@@ -138,6 +185,16 @@ func FromPod(p *corev1.Pod, reg programs.Registry) kubelet.PodSpec {
 		spec.Containers = append(spec.Containers, ct)
 	}
 	return spec
+}
+
+// entrypoint is what an image runs for a container without a command: the
+// proxy image the operator renders llm-d's envoy container with
+// (docs/operator.md#versions-and-images) runs envoy.
+func entrypoint(image string) []string {
+	if image == operator.DefaultRouterProxyImage {
+		return operator.ProgramEnvoy
+	}
+	return nil
 }
 
 func fromProbe(p *corev1.Probe) *kubelet.Probe {

@@ -68,7 +68,7 @@ type Options struct {
 	// GPUProduct labels the Node (nvidia.com/gpu.product); empty: none.
 	GPUProduct string
 	// Programs are the images: which emulator runs a container's command
-	// (default programs.Default()).
+	// (default: the sim's, wired to this node; see programsFor).
 	Programs programs.Registry
 	// Kubelet tunes the sim's kubelet (back-off); PodCIDR, NodeName and the
 	// sinks are the agent's.
@@ -90,7 +90,6 @@ func (o Options) withDefaults() Options {
 	if o.GPUs == 0 {
 		o.GPUs = DefaultGPUs
 	}
-	o.Programs = o.Programs.Merge(programs.Default())
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -152,6 +151,8 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Node, error) {
 	kopts.PodWatcher = n.watch
 	kopts.StatusSink = n.kubeletChanged
 	kopts.EventSink = n.kubeletEvent
+	kopts.ConfigMaps = n.configMap
+	n.opts.Programs = n.programsFor(opts)
 	n.kubel = kubelet.New(kopts)
 
 	fail := func(err error) (*Node, error) {

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -257,7 +256,7 @@ func (o *Operator) config(u *unstructured.Unstructured, md *api.ModelDeployment)
 		ResyncPeriod:    o.opts.ResyncPeriod,
 		PreStopDelay:    o.opts.PreStopDelay,
 		ServingValidity: o.opts.ServingValidity,
-		Get:             o.get,
+		Get:             controller.HTTPGet(o.http),
 		OnStatus:        w.write,
 		EventSink:       func(e kubelet.Event) { o.events.Event(ref, e.Type, e.Reason, e.Message) },
 	}
@@ -270,30 +269,6 @@ func decode(u *unstructured.Unstructured) (*api.ModelDeployment, error) {
 		return nil, err
 	}
 	return admission.Decode(raw)
-}
-
-// get reads a router Pod's endpoint view (the operator's plain HTTP GET to
-// the Pod's own address).
-func (o *Operator) get(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := o.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return body, nil
 }
 
 // statusWriter writes one deployment's status when it changed, as a JSON

@@ -143,7 +143,11 @@ func (s *store) awaitCache(seen func() bool) {
 // the Deployment's current revision, which the ReplicaSet controller puts on
 // that revision's Pods.
 func (s *store) ApplyRouter(md *api.ModelDeployment, w operator.RouterWorkload, tmpl kubelet.PodSpec) (string, error) {
-	if err := s.ensureService(md, w); err != nil {
+	if err := s.ensureServices(md, w); err != nil {
+		return "", err
+	}
+	// The ConfigMap first: the router Pods mount it and read env from it.
+	if err := s.applyConfigMap(md, w); err != nil {
 		return "", err
 	}
 	want := s.routerDeployment(md, w, tmpl)
@@ -226,36 +230,90 @@ func (s *store) currentHash(d *appsv1.Deployment) string {
 	return ""
 }
 
-// ensureService creates the router's Service once.
-func (s *store) ensureService(md *api.ModelDeployment, w operator.RouterWorkload) error {
-	if _, err := s.o.ix.services.Services(s.namespace).Get(w.Name); err == nil {
+// ensureServices creates, once each, the Services the operator renders
+// (docs/operator.md#services): <md>-router on the router's ports, and per
+// role <md>-<role> on its serving port, which llm-d's EPP calls for
+// /render, and <md> in front of the first role. The tier creates them with
+// the router (every deployment of the suite has one); the node agent plays
+// kube-proxy for them.
+func (s *store) ensureServices(md *api.ModelDeployment, w operator.RouterWorkload) error {
+	if err := s.ensureService(w.Name, operator.RouterLabels(md), operator.RouterLabels(md), []corev1.ServicePort{
+		{Name: podconv.PortHTTP, Port: api.RouterHTTPPort, TargetPort: intstr.FromInt32(api.RouterHTTPPort)},
+		{Name: podconv.PortMetrics, Port: api.RouterMetricsPort, TargetPort: intstr.FromInt32(api.RouterMetricsPort)},
+	}); err != nil {
+		return err
+	}
+	labels := map[string]string{api.LabelName: api.NameValue, api.LabelInstance: md.Metadata.Name}
+	for i := range md.Spec.Roles {
+		role := &md.Spec.Roles[i]
+		port := operator.ServingPort(role)
+		ports := []corev1.ServicePort{{Name: podconv.PortHTTP, Port: port, TargetPort: intstr.FromInt32(port)}}
+		selector := operator.RoleSelector(md, role)
+		if err := s.ensureService(md.Metadata.Name+"-"+role.Name, labels, selector, ports); err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := s.ensureService(md.Metadata.Name, labels, selector, ports); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ensureService creates Service name once, owned by the ModelDeployment.
+func (s *store) ensureService(name string, labels, selector map[string]string, ports []corev1.ServicePort) error {
+	if _, err := s.o.ix.services.Services(s.namespace).Get(name); err == nil {
 		return nil
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: s.namespace, Labels: operator.RouterLabels(md),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace, Labels: labels,
 			OwnerReferences: []metav1.OwnerReference{s.owner}},
-		Spec: corev1.ServiceSpec{
-			Selector: operator.RouterLabels(md),
-			Ports: []corev1.ServicePort{
-				{Name: podconv.PortHTTP, Port: api.RouterHTTPPort, TargetPort: intstr.FromInt32(api.RouterHTTPPort)},
-				{Name: podconv.PortMetrics, Port: api.RouterMetricsPort, TargetPort: intstr.FromInt32(api.RouterMetricsPort)},
-			},
-		},
+		Spec: corev1.ServiceSpec{Selector: selector, Ports: ports},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	if _, err := s.o.kube.CoreV1().Services(s.namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("router Service %s: %w", w.Name, err)
+		return fmt.Errorf("Service %s: %w", name, err)
 	}
 	s.awaitCache(func() bool {
-		_, err := s.o.ix.services.Services(s.namespace).Get(w.Name)
+		_, err := s.o.ix.services.Services(s.namespace).Get(name)
 		return err == nil
 	})
 	return nil
 }
 
-// DeleteRouter deletes the router's Deployment and Service; the garbage
-// collector removes the ReplicaSets and Pods.
+// applyConfigMap writes the router ConfigMap <md>-router the operator
+// renders for llm-d-router (w.Config), owned by the ModelDeployment; a
+// router that renders none has none.
+func (s *store) applyConfigMap(md *api.ModelDeployment, w operator.RouterWorkload) error {
+	if w.Config == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	cms := s.o.kube.CoreV1().ConfigMaps(s.namespace)
+	cur, err := cms.Get(ctx, w.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: s.namespace,
+			Labels: operator.RouterLabels(md), OwnerReferences: []metav1.OwnerReference{s.owner}}, Data: w.Config}
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("router ConfigMap %s: %w", w.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("router ConfigMap %s: %w", w.Name, err)
+	case !maps.Equal(cur.Data, w.Config):
+		cur.Data = maps.Clone(w.Config)
+		if _, err := cms.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("router ConfigMap %s: %w", w.Name, err)
+		}
+	}
+	return nil
+}
+
+// DeleteRouter deletes the router's Deployment, Service and ConfigMap; the
+// garbage collector removes the ReplicaSets and Pods.
 func (s *store) DeleteRouter(md *api.ModelDeployment) error {
 	name := operator.RouterServiceName(md)
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
@@ -272,6 +330,10 @@ func (s *store) DeleteRouter(md *api.ModelDeployment) error {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+	}
+	err := s.o.kube.CoreV1().ConfigMaps(s.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

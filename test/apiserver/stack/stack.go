@@ -22,6 +22,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 	"github.com/gpustack/routing-conformance/test/apiserver/harness"
 	"github.com/gpustack/routing-conformance/test/apiserver/install"
@@ -46,7 +47,9 @@ type Options struct {
 	// Harness options; Controllers default to this package's Controllers.
 	Harness harness.Options
 	// EngineEnv is every engine's environment: the sim's latency knobs.
-	// Nil: the suite's sim settings (2 ms TTFT, 200 µs ITL, 16 tokens).
+	// Nil: EngineEnv(config.Default().Sim). A suite run passes its own
+	// config's (the repository's e2e.yaml sim: section), so the engines
+	// behind the API server run as the sim run's do.
 	EngineEnv map[string]string
 	// Logf receives the operator's and the node's complaints (t.Logf when nil).
 	Logf func(format string, args ...any)
@@ -70,7 +73,7 @@ func Start(t *testing.T, opts Options) *Stack {
 		opts.Harness.Controllers = Controllers
 	}
 	if opts.EngineEnv == nil {
-		opts.EngineEnv = map[string]string{engine.EnvTTFT: "2ms", engine.EnvITL: "200us", engine.EnvOutputTokens: "16"}
+		opts.EngineEnv = EngineEnv(config.Default().Sim)
 	}
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
@@ -118,6 +121,13 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 	s.onStop(op.Stop)
 	s.Operator = op
 	return nil
+}
+
+// EngineEnv is the engines' SIM_ENGINE_* environment for a config's sim
+// settings, as the sim target sets it.
+func EngineEnv(sim config.Sim) map[string]string {
+	return map[string]string{engine.EnvTTFT: sim.EngineTTFT.D().String(), engine.EnvITL: sim.EngineITL.D().String(),
+		engine.EnvOutputTokens: fmt.Sprint(sim.EngineOutputTokens)}
 }
 
 func (s *Stack) onStop(f func(context.Context) error) { s.stops = append(s.stops, f) }

@@ -206,3 +206,113 @@ func podNames(pods []corev1.Pod) []string {
 	}
 	return out
 }
+
+// llm-d-router behind the API server: the operator's ConfigMap is written
+// through the API and mounted by the node into the two-container router
+// Pod, the epp reads its selector from it through env, traffic through the
+// port-forward reaches Envoy and the replicas, and the kube target reads
+// the rendered config from the live ConfigMap and the epp's log by
+// container.
+func TestLLMDRouterOnTheSim(t *testing.T) {
+	s := stack.Start(t, stack.Options{})
+	k, err := kube.Connect(t.Context(), s.KubeOptions(t.Logf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	for _, engine := range []string{api.EngineVLLM, api.EngineSGLang} {
+		t.Run(engine, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			md := routedMD("llmd-" + strings.ToLower(engine))
+			md.Spec.Router = &api.Router{Name: api.RouterLLMD}
+			md.Spec.Engine = api.Engine{Name: engine, Version: map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}[engine]}
+			d, err := k.Deploy(ctx, md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Delete(context.WithoutCancel(ctx)) })
+			if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
+				t.Fatalf("WaitReady: %v\nPods: %s", err, podStates(s, d.Namespace()))
+			}
+			cfg, err := d.RouterConfig(ctx)
+			if err != nil {
+				t.Fatalf("RouterConfig: %v", err)
+			}
+			for _, key := range []string{"epp.yaml", "envoy.yaml", "endpoint-selector", "endpoint-target-ports", "extra-args.json"} {
+				if cfg[key] == "" {
+					t.Errorf("ConfigMap key %s is empty", key)
+				}
+			}
+			pods, err := d.RouterState(ctx)
+			if err != nil || len(pods) != 1 {
+				t.Fatalf("router Pods %v %v", pods, err)
+			}
+			pod, err := s.Kube.CoreV1().Pods(d.Namespace()).Get(ctx, pods[0].Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pod.Spec.Containers) != 2 || len(pod.Spec.Volumes) != 1 || pod.Spec.Volumes[0].ConfigMap == nil {
+				t.Errorf("router Pod containers %d volumes %+v, want envoy and epp mounting the ConfigMap", len(pod.Spec.Containers), pod.Spec.Volumes)
+			}
+			base, err := d.OpenAIBaseURL(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 {
+				if code, err := chat(ctx, base); err != nil || code != http.StatusOK {
+					t.Fatalf("request %d through %s: %d %v", i, base, code, err)
+				}
+			}
+			logs, err := d.RouterLogs(ctx, clusters.LogOptions{Container: "epp"})
+			if err != nil || !strings.Contains(logs, "Effective raw configuration") {
+				t.Errorf("epp log through pods/log: %v\n%s", err, tail(logs, 20))
+			}
+			reps, err := d.Replicas(ctx)
+			if err != nil || len(reps) != 2 {
+				t.Fatalf("replicas %v %v", reps, err)
+			}
+			served := 0.0
+			for _, r := range reps {
+				snap, err := d.EngineMetrics(ctx, r)
+				if err != nil {
+					t.Fatalf("engine metrics of %s: %v", r.Name, err)
+				}
+				for _, name := range []string{"vllm:request_success_total", "sglang:num_requests_total"} {
+					n, _ := snap.Sum(name)
+					served += n
+				}
+			}
+			if served < 4 {
+				t.Errorf("the replicas counted %v requests, want the 4 sent through llm-d-router", served)
+			}
+		})
+	}
+}
+
+// podStates describes the Pods of ns for a failure message: phase and each
+// container's state.
+func podStates(s *stack.Stack, ns string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pods, err := s.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		line := fmt.Sprintf("%s %s", p.Name, p.Status.Phase)
+		for _, c := range p.Status.ContainerStatuses {
+			state := "running"
+			switch {
+			case c.State.Waiting != nil:
+				state = c.State.Waiting.Reason + " " + c.State.Waiting.Message
+			case c.State.Terminated != nil:
+				state = fmt.Sprintf("exited %d", c.State.Terminated.ExitCode)
+			}
+			line += fmt.Sprintf(" [%s ready=%t restarts=%d %s]", c.Name, c.Ready, c.RestartCount, state)
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "; ")
+}

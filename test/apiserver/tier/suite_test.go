@@ -17,6 +17,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
 	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
@@ -25,15 +26,9 @@ import (
 // suiteTimeout bounds one run of the routing suite.
 const suiteTimeout = 10 * time.Minute
 
-// carried are the routers whose Pods the tier carries through the API
-// server today: the argv routers. llm-d-router's (ConfigMap mounts, an
-// Envoy sidecar) are not translated yet, so it runs on the tier only once
-// the sim runs it and this list names it.
-var carried = []string{api.RouterVLLM, api.RouterSGLang}
-
-// tierRouters are the routers both the sim (whatever main supports at the
-// time) and the tier can run: the runs are compared row by row, so they
-// must qualify the same pairs.
+// tierRouters are the routers the sim supports (whatever main supports at
+// the time): the tier runs every one of them, since the sim's programs run
+// behind the API server unchanged, and the runs are compared row by row.
 func tierRouters(t *testing.T) []string {
 	t.Helper()
 	c := sim.New(sim.Options{})
@@ -44,13 +39,13 @@ func tierRouters(t *testing.T) []string {
 	}
 	var out []string
 	for _, p := range env.Pairs {
-		if p.Supported && slices.Contains(carried, p.Router) && !slices.Contains(out, p.Router) {
+		if p.Supported && !slices.Contains(out, p.Router) {
 			out = append(out, p.Router)
 		}
 	}
 	for _, r := range api.Routers {
 		if !slices.Contains(out, r) {
-			t.Logf("router %s is not qualified on the tier (the sim or the tier does not run it yet)", r)
+			t.Logf("router %s is not qualified on the tier (the sim does not run it)", r)
 		}
 	}
 	return out
@@ -91,8 +86,14 @@ func TestRoutingSuiteOnKube(t *testing.T) {
 	if err := suiterun.WriteConfig(repo, cfg); err != nil {
 		t.Fatal(err)
 	}
+	conf, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	routers := strings.Join(tierRouters(t), ",")
-	s := stack.Start(t, stack.Options{})
+	// The engines behind the API server run with the sim run's knobs: the
+	// held-request claims need requests as long as the sim's.
+	s := stack.Start(t, stack.Options{EngineEnv: stack.EngineEnv(conf.Sim)})
 	objs, err := rbac.Objects(filepath.Join(repo, "deploy", "rbac"))
 	if err != nil {
 		t.Fatal(err)
