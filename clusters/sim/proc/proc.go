@@ -36,6 +36,10 @@ type Container struct {
 	// Pods is the Kubernetes API as seen by a program that watches Pods
 	// (service discovery in the routers). Nil for engines.
 	Pods PodWatcher
+	// Faults are the HTTP faults injected into this Pod (nil: none ever).
+	// Every HTTP server a program runs wraps its handler with
+	// Faults.Handler(port, h).
+	Faults *Faults
 }
 
 // PodInfo identifies the Pod a container runs in.

@@ -140,7 +140,7 @@ func Main(ctx context.Context, c *proc.Container) int {
 			a.logStats(lg, stop)
 		}
 	}()
-	err = server.Run(ctx, ln, a)
+	err = server.Run(ctx, ln, c.Faults.Handler(cfg.port, a))
 	close(stop)
 	<-statsDone
 	uv.info("Shutting down")
