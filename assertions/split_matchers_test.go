@@ -40,3 +40,11 @@ func TestSplitMatchersRefuseOtherTypes(t *testing.T) {
 	mustContain(t, failure(map[string]int{"a": 1}, HaveTotal(1), false), "expects a split.Split")
 	mustContain(t, failure(split.Split{}, HaveTotal(0), false), "no replicas")
 }
+
+func TestBeMadeOfWholeGroups(t *testing.T) {
+	mustPass(t, failure(affine, BeMadeOfWholeGroups(154, 200), false)) // both groups on one replica
+	mustPass(t, failure(skewed, BeMadeOfWholeGroups(50, 70), false))   // a group each
+	mustContain(t, failure(even, BeMadeOfWholeGroups(54, 66), false),
+		"to be made of the whole groups 54/66, but no assignment of the groups 54/66 to replicas gives 60/60: a group was split over replicas")
+	mustContain(t, failure(even, BeMadeOfWholeGroups(), false), "no assignment")
+}

@@ -349,6 +349,10 @@ func decodeKnown(e types.ReportEntry) (any, error) {
 		v = &RouterExit{}
 	case EntryDeploymentCost:
 		v = &DeploymentCost{}
+	case EntryDisruption:
+		v = &Disruption{}
+	case EntryRouterPods:
+		v = &RouterPods{}
 	default:
 		return nil, nil
 	}
@@ -389,6 +393,10 @@ func entryLine(e types.ReportEntry, v any, err error) string {
 			code = fmt.Sprint(*x.ExitCode)
 		}
 		return fmt.Sprintf("router with --policy %s: exit %s, restarts %d, ready %v, RouterReady %s", x.Value, code, x.Restarts, x.Ready, x.RouterReady)
+	case *Disruption:
+		return "disruption " + x.String()
+	case *RouterPods:
+		return "router Pods " + x.String()
 	case *DeploymentCost:
 		if x.Cost == nil {
 			return fmt.Sprintf("deployment %s: cost not counted: %s", x.Name, x.Error)

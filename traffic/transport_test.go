@@ -71,6 +71,18 @@ func TestConnectionCloseAnswersAreNotReused(t *testing.T) {
 	}
 }
 
+func TestNewConnectionPerRequestDialsForEveryRequest(t *testing.T) {
+	srv, conns := countingServer(t, nil, nil)
+	p := plan(srv.URL, 6)
+	p.NewConnectionPerRequest = true
+	for _, r := range mustRun(t, p).Results {
+		wantClass(t, r, ClassOK)
+	}
+	if got := conns.Load(); got != int32(p.Requests) {
+		t.Errorf("server accepted %d connections for %d requests, want one each", got, p.Requests)
+	}
+}
+
 func TestInterim1xxAnswersAreSkipped(t *testing.T) {
 	srv, _ := countingServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

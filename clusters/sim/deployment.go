@@ -273,7 +273,7 @@ func (d *deployment) Replicas(ctx context.Context) ([]clusters.Replica, error) {
 				serving = int(operator.ServingPort(&r))
 			}
 		}
-		out = append(out, clusters.Replica{Name: p.Name, Role: role, Kind: kinds[role], IP: p.IP, Port: serving,
+		out = append(out, clusters.Replica{Name: p.Name, UID: p.UID, Role: role, Kind: kinds[role], IP: p.IP, Port: serving,
 			MetricsPort: port})
 	}
 	return out, nil

@@ -29,6 +29,10 @@ import (
 // policy: and feature:.
 const (
 	LabelDocumented = "claim:documented"
+	// LabelExtended marks claims beyond the documentation ("not measured"
+	// there), LabelResilience the faults.
+	LabelExtended   = "claim:extended"
+	LabelResilience = "claim:resilience"
 	LabelServer     = "topology:server"
 	// LabelNeedsGPU marks specs that run engines: on a real cluster they
 	// need accelerators; `--label-filter='!needs:gpu'` runs the rest.
@@ -48,9 +52,17 @@ type Claim struct {
 	Name string
 	// Title is the text of the claim's container in the spec tree.
 	Title string
-	// Labels are the claim's labels besides claim:documented,
-	// topology:server and feature:<name>.
+	// Labels are the claim's labels besides topology:server and
+	// feature:<name>.
 	Labels []string
+	// Kind is the claim:<kind> label: LabelExtended or LabelResilience
+	// ("" is LabelDocumented).
+	Kind string
+	// Mutates: the claim's specs change the deployment they share (an
+	// edit, a fault) and leave it whole again. They run after every claim
+	// of their deployment that does not, so no earlier outcome can see
+	// them (plan).
+	Mutates bool
 	// PolicyLabel adds policy:<the --policy of the claim's routerArgs, else
 	// the router's default> to each pair's container.
 	PolicyLabel bool
@@ -245,6 +257,19 @@ func plan(claims []Claim, p api.Pair, isolate bool) (groups []*group, alone []Cl
 		}
 		groups[i].claims = append(groups[i].claims, c)
 	}
+	for _, g := range groups {
+		// Claims that mutate the deployment go last, in registry order: the
+		// ones that need its pristine history run before any edit or fault.
+		slices.SortStableFunc(g.claims, func(a, b Claim) int {
+			switch {
+			case a.Mutates == b.Mutates:
+				return 0
+			case b.Mutates:
+				return -1
+			}
+			return 1
+		})
+	}
 	return groups, alone
 }
 
@@ -292,7 +317,11 @@ func sharedText(args []string) string {
 }
 
 func describeClaim(c Claim, p api.Pair, input func() Input) {
-	labels := append(Labels{LabelDocumented, fixtures.FeatureLabel(c.Name), LabelServer}, c.Labels...)
+	kind := c.Kind
+	if kind == "" {
+		kind = LabelDocumented
+	}
+	labels := append(Labels{kind, fixtures.FeatureLabel(c.Name), LabelServer}, c.Labels...)
 	if c.PolicyLabel {
 		labels = append(labels, policyLabel(c.Name, p))
 	}

@@ -96,7 +96,7 @@ func TestRegistryNamesAreTheIntervalKeysOfE2EYAML(t *testing.T) {
 	}
 	noEnv := func(string) (string, bool) { return "", false }
 	_, err := config.Parse("e2e.yaml", []byte("intervals:\n  affinty/wait-ready: [1m, 1s]\n"), t.TempDir(), noEnv, ClaimNames()...)
-	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, admission, affinity, badpolicy, defaults, metrics, roundrobin (line 2)`
+	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, ` + strings.Join(slices.Sorted(slices.Values(ClaimNames())), ", ") + ` (line 2)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v\nwant %q", err, want)
 	}
@@ -181,23 +181,27 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		}
 		return s
 	}
+	// The claims that edit or fault a deployment share the default one and
+	// run after every claim that needs its pristine history.
+	mutating := []string{"switch", "routerreplicas", "deleterouter", "killengine", "metricshang", "routerhang", "engineerrors"}
+	llmdMutating := slices.DeleteFunc(slices.Clone(mutating), func(c string) bool { return c == "engineerrors" })
 	vr := read(fixtures.VLLMRouterVLLM, false)
-	if got := vr.groups[""]; !slices.Equal(got, []string{"defaults", "affinity"}) {
+	if got := vr.groups[""]; !slices.Equal(got, append([]string{"defaults", "affinity"}, mutating...)) {
 		t.Errorf("vllm-router default deployment: %v", got)
 	}
 	if got := vr.groups["--policy round_robin"]; !slices.Equal(got, []string{"roundrobin", "admission", "metrics"}) {
 		t.Errorf("vllm-router round-robin deployment: %v", got)
 	}
 	sg := read(fixtures.SGLangGatewaySGLang, false)
-	if got := sg.groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics"}) {
+	if got := sg.groups[""]; !slices.Equal(got, append([]string{"defaults", "affinity", "metrics"}, mutating...)) {
 		t.Errorf("sglang-gateway default deployment: %v", got)
 	}
 	if got := sg.groups["--policy round_robin"]; !slices.Equal(got, []string{"roundrobin", "admission"}) {
 		t.Errorf("sglang-gateway round-robin deployment: %v", got)
 	}
 	ld := read(fixtures.LLMDRouterVLLM, false)
-	if len(ld.groups) != 1 || !slices.Equal(ld.groups[""], []string{"defaults", "affinity", "metrics"}) ||
-		!slices.Equal(ld.alone, []string{"roundrobin", "badpolicy", "admission"}) {
+	if len(ld.groups) != 1 || !slices.Equal(ld.groups[""], append([]string{"defaults", "affinity", "metrics"}, llmdMutating...)) ||
+		!slices.Equal(ld.alone, []string{"roundrobin", "badpolicy", "admission", "engineerrors"}) {
 		t.Errorf("llm-d-router: %+v", ld)
 	}
 	if iso := read(fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
@@ -218,5 +222,32 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	if a, b := SharedDeployment(fixtures.VLLMRouterVLLM, nil).Name, SharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}).Name; a == b ||
 		a != "shared-vllm-router-vllm" || b != "policy-round-robin-vllm-router-vllm" {
 		t.Errorf("shared deployment names %q, %q", a, b)
+	}
+}
+
+// A claim that mutates its deployment runs after every claim of that
+// deployment that does not, whatever the registry order.
+func TestRegistryPlanRunsMutatingClaimsLast(t *testing.T) {
+	byName := map[string]Claim{}
+	for _, c := range Claims() {
+		byName[c.Name] = c
+	}
+	fault := byName[ClaimKillEngine]
+	claims := []Claim{byName[ClaimDefaults], fault, byName[ClaimAffinity]}
+	groups, _ := plan(claims, fixtures.VLLMRouterVLLM, false)
+	if len(groups) != 1 {
+		t.Fatalf("groups %d", len(groups))
+	}
+	var got []string
+	for _, c := range groups[0].claims {
+		got = append(got, c.Name)
+	}
+	if !slices.Equal(got, []string{ClaimDefaults, ClaimAffinity, ClaimKillEngine}) {
+		t.Errorf("order %v: a fault before affinity would change the split affinity measures", got)
+	}
+	for _, c := range Claims() {
+		if (c.Kind == LabelResilience || c.Name == ClaimSwitch || c.Name == ClaimRouterReplicas) && !c.Mutates {
+			t.Errorf("claim %s edits or faults its deployment but is not marked Mutates", c.Name)
+		}
 	}
 }
