@@ -205,7 +205,10 @@ func isolated() (bool, error) {
 // it after the last, and each spec's failure is its own. With the
 // documented claims that gives, per pair:
 //
-//	router defaults:           defaults, affinity, metrics (sglang-gateway, llm-d-router)
+//	router defaults:           defaults, affinity, metrics (sglang-gateway, llm-d-router),
+//	                           then the claims that mutate it: switch, routerreplicas,
+//	                           deleterouter, killengine, metricshang, routerhang,
+//	                           engineerrors
 //	--policy round_robin:      roundrobin, admission (its "admitted" check), metrics (vllm-router)
 //	a deployment each:         badpolicy (one per bad value, deleted once the crash is confirmed)
 //	none:                      admission's refusals, which create nothing
@@ -222,6 +225,16 @@ func isolated() (bool, error) {
 // "admitted" check is the round-robin deployment's own creation, which the
 // webhook admitted. A claim added later must be as indifferent to history,
 // or have its Deployment return false.
+//
+// The claims that edit or fault the deployment (Mutates) run after every
+// claim of it that does not, so none of those sees an edit, a replaced Pod
+// or an open circuit. Each puts the deployment back as created and whole
+// before it ends (restoreAfter; engineerrors replaces the router Pod so its
+// open circuit is gone), measures its own traffic only, and judges a split
+// over a batch sent after its own edit, on a router Pod that started empty:
+// so their order among themselves cannot change an outcome either. Sharing
+// saves a deployment per pair on a GPU cluster; only killengine starts an
+// engine Pod more (the replacement, one model load).
 //
 // E2E_ISOLATE=1 gives every spec its own deployment again (named
 // <claim>-<pair>, as before sharing), without Ordered containers.
