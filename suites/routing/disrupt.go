@@ -131,6 +131,22 @@ func (l *load) okSince(since time.Time) (int, error) {
 	return n, l.err
 }
 
+// firstAnswer is how long after t the first request sent at or after t
+// was answered (0 when none was).
+func (l *load) firstAnswer(t time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first time.Duration
+	for _, r := range l.results {
+		if r.Class == traffic.ClassOK && !r.At.Before(t) {
+			if d := r.At.Add(r.Latency).Sub(t); first == 0 || d < first {
+				first = d
+			}
+		}
+	}
+	return first
+}
+
 // waitOK waits, within <claim>/recover, until n requests sent at or after
 // since were answered: traffic flows (again).
 func (t Target) waitOK(ctx context.Context, claim string, l *load, n int, since time.Time) {

@@ -131,7 +131,8 @@ func (fr *faultRun) warm(ctx context.Context) *load {
 // the one the traffic goes to, which the fault then hits.
 func (fr *faultRun) busiest(ctx context.Context, rs []clusters.Replica, before map[string]metrics.Snapshot) clusters.Replica {
 	GinkgoHelper()
-	s := fr.in.measureSplitAtLeast(ctx, fr.claim, fr.dep, rs, before)
+	s := fr.in.splitOnce(ctx, fr.claim, fr.dep, fr.in.Pair, rs, before,
+		WithTransform(func(s split.Split) int { return s.Total() }, BeNumerically(">", 0)), "rose")
 	pick := rs[0]
 	for _, r := range rs {
 		if s.Count(r.Name) > s.Count(pick.Name) {
@@ -233,10 +234,9 @@ func (fr *faultRun) engineStatus(ctx context.Context) {
 	fr.in.waitOK(ctx, fr.claim, l, 2*loadBatch, t0)
 	lift()
 	lifted := time.Now()
-	fr.in.waitOK(ctx, fr.claim, l, 1, lifted)
-	recovery := time.Since(lifted)
 	fr.in.waitOK(ctx, fr.claim, l, loadBatch, lifted)
 	s := l.stop()
+	recovery := l.firstAnswer(lifted)
 	var rises []string
 	var checks []reading
 	for _, c := range f.Counters {
@@ -352,24 +352,6 @@ func scrapeBound(t Target) time.Duration {
 		return 2 * time.Second // the sim's scrape client's timeout
 	}
 	return metrics.DefaultScrapeTimeout
-}
-
-// measureSplitAtLeast is the split of the engine counters since before,
-// while traffic still runs (no total to wait for).
-func (in FaultSpecInput) measureSplitAtLeast(ctx context.Context, claim string, dep clusters.Deployment, rs []clusters.Replica,
-	before map[string]metrics.Snapshot) split.Split {
-	GinkgoHelper()
-	counter, err := split.RequestCounter(in.Pair.Engine)
-	Expect(err).NotTo(HaveOccurred())
-	var s split.Split
-	in.eventually(ctx, claim, config.OpWaitMetrics, func(g Gomega, ctx context.Context) {
-		after, err := engineSnapshots(ctx, dep, rs)
-		g.Expect(err).NotTo(HaveOccurred())
-		s, err = split.FromSnapshots(counter, replicaNames(rs), before, after)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(s.Total()).To(BeNumerically(">", 0), "engine counters %s rose", counter)
-	}).Should(Succeed())
-	return s
 }
 
 // lineWith is the first line of a failure message that contains needle

@@ -328,6 +328,15 @@ func (t Target) runTraffic(ctx context.Context, claim string, plan traffic.Plan)
 func (t Target) measureSplit(ctx context.Context, claim string, dep clusters.Deployment, p api.Pair, rs []clusters.Replica,
 	before map[string]metrics.Snapshot, sent int) split.Split {
 	GinkgoHelper()
+	return t.splitOnce(ctx, claim, dep, p, rs, before, assertions.HaveTotal(sent), "account for every request sent")
+}
+
+// splitOnce scrapes the engines, within <claim>/wait-metrics, until the
+// split of their request counters since before matches m (what it means
+// in words: why), and returns it.
+func (t Target) splitOnce(ctx context.Context, claim string, dep clusters.Deployment, p api.Pair, rs []clusters.Replica,
+	before map[string]metrics.Snapshot, m types.GomegaMatcher, why string) split.Split {
+	GinkgoHelper()
 	counter, err := split.RequestCounter(p.Engine)
 	Expect(err).NotTo(HaveOccurred())
 	var s split.Split
@@ -336,7 +345,7 @@ func (t Target) measureSplit(ctx context.Context, claim string, dep clusters.Dep
 		g.Expect(err).NotTo(HaveOccurred())
 		s, err = split.FromSnapshots(counter, replicaNames(rs), before, after)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(s).To(assertions.HaveTotal(sent), "engine counters %s account for every request sent", counter)
+		g.Expect(s).To(m, "engine counters %s %s", counter, why)
 	}).Should(Succeed())
 	return s
 }

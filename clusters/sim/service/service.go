@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -118,11 +119,7 @@ func usable(eps []Endpoint) []Endpoint {
 func (s *Service) Connections() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.counts))
-	for k, v := range s.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.counts)
 }
 
 func (s *Service) serve() {
