@@ -7,7 +7,7 @@ func TestDisruptionAndRouterPodsRenderAsOneLine(t *testing.T) {
 		Requests: 40, Failed: 1, FailedBound: 3, Bound: "in flight (concurrency) + rate x fault-window",
 		RecoverySeconds: 0.5, RecoveryBoundSeconds: 15, Errors: []string{"#7 transport: EOF"}}
 	r := RouterPods{Claim: "routerreplicas", Pair: "vllm-router+vLLM", Title: "120 chats, a connection each",
-		Pods: []ReplicaCount{{Replica: "md-router-a", Count: 58}, {Replica: "md-router-b", Count: 62}},
+		Pods:     []ReplicaCount{{Replica: "md-router-a", Count: 58}, {Replica: "md-router-b", Count: 62}},
 		Replicas: []ReplicaCount{{Replica: "md-server-a", Count: 120}, {Replica: "md-server-b", Count: 0}}}
 	for _, c := range []struct {
 		e    Entry
