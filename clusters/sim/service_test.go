@@ -20,9 +20,9 @@ import (
 
 const chatBody = `{"model":"Qwen/Qwen2.5-0.5B-Instruct","messages":[{"role":"user","content":"hi"}]}`
 
-// chat posts one chat request on client and returns the status (0 and the
+// chatStatus posts one chat request on client and returns the status (0 and the
 // error for a transport failure).
-func chat(ctx context.Context, client *http.Client, base string) (int, error) {
+func chatStatus(ctx context.Context, client *http.Client, base string) (int, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", strings.NewReader(chatBody))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
@@ -56,7 +56,7 @@ func startLoad(ctx context.Context, base string, stop <-chan struct{}) *load {
 				return
 			default:
 			}
-			code, err := chat(ctx, client, base)
+			code, err := chatStatus(ctx, client, base)
 			if err == nil && code == 200 {
 				l.ok.Add(1)
 				continue
@@ -105,7 +105,7 @@ func TestRouterServiceFollowsAReplacedRouterPod(t *testing.T) {
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
-	if code, err := chat(ctx, client, base); code != 200 {
+	if code, err := chatStatus(ctx, client, base); code != 200 {
 		t.Fatalf("before: %d %v", code, err)
 	}
 	if err := d.(clusters.FaultInjector).DeleteRouterPod(ctx, before[0].Name); err != nil {
@@ -116,7 +116,7 @@ func TestRouterServiceFollowsAReplacedRouterPod(t *testing.T) {
 		return len(ps) == 1 && ps[0].UID != before[0].UID && ps[0].Ready, fmt.Sprint(ps)
 	})
 	eventually(t, 5*time.Second, "a request through the same URL", func() (bool, string) {
-		code, err := chat(ctx, client, base)
+		code, err := chatStatus(ctx, client, base)
 		return code == 200, fmt.Sprint(code, err)
 	})
 	if base2, _ := d.OpenAIBaseURL(ctx); base2 != base {
@@ -182,7 +182,7 @@ func TestTwoRouterReplicasShareTheServiceConnections(t *testing.T) {
 	const n = 80
 	for range n {
 		tr := &http.Transport{DisableKeepAlives: true}
-		if code, err := chat(ctx, &http.Client{Transport: tr, Timeout: 5 * time.Second}, base); code != 200 {
+		if code, err := chatStatus(ctx, &http.Client{Transport: tr, Timeout: 5 * time.Second}, base); code != 200 {
 			t.Fatalf("%d %v", code, err)
 		}
 	}

@@ -31,7 +31,6 @@ func faultClaim(name, title string) Claim {
 		Name:    name,
 		Title:   title,
 		Labels:  []string{LabelNeedsGPU},
-		Kind:    LabelResilience,
 		Mutates: true,
 		Require: func(e fixtures.Expectation) []string {
 			return need(nil, e.Fault != nil, name+" needs fault")

@@ -25,12 +25,14 @@ import (
 	"github.com/gpustack/routing-conformance/fixtures"
 )
 
-// Labels every documented-claim spec carries besides router:, engine:,
-// policy: and feature:.
+// Labels every claim's spec carries besides router:, engine:, policy: and
+// feature:: claim:documented, claim:extended or claim:resilience (the claims
+// entry's kind in fixtures/expect.yaml), and the topology.
 const (
 	LabelDocumented = "claim:documented"
-	// LabelExtended marks claims beyond the documentation ("not measured"
-	// there), LabelResilience the faults.
+	// LabelExtended marks claims beyond the routing page, whose outcomes
+	// are derived from the routers' algorithms; LabelResilience the faults
+	// injected mid-traffic.
 	LabelExtended   = "claim:extended"
 	LabelResilience = "claim:resilience"
 	LabelServer     = "topology:server"
@@ -52,12 +54,9 @@ type Claim struct {
 	Name string
 	// Title is the text of the claim's container in the spec tree.
 	Title string
-	// Labels are the claim's labels besides topology:server and
-	// feature:<name>.
+	// Labels are the claim's labels besides claim:<kind> (its claims
+	// entry's kind in expect.yaml), topology:server and feature:<name>.
 	Labels []string
-	// Kind is the claim:<kind> label: LabelExtended or LabelResilience
-	// ("" is LabelDocumented).
-	Kind string
 	// Mutates: the claim's specs change the deployment they share (an
 	// edit, a fault) and leave it whole again. They run after every claim
 	// of their deployment that does not, so no earlier outcome can see
@@ -223,8 +222,15 @@ func isolated() (bool, error) {
 // exactly the replicas, which earlier traffic to the same replicas cannot
 // change; the router counters it and roundrobin read are deltas. admission's
 // "admitted" check is the round-robin deployment's own creation, which the
-// webhook admitted. A claim added later must be as indifferent to history,
-// or have its Deployment return false.
+// webhook admitted. The extended claims on the default deployment
+// (concurrency, routingtext, the thresholds' defaults case) start from
+// fresh prompts or session ids and judge deltas over their own requests;
+// those that hold requests first wait until the router shows nothing in
+// flight; the candidate order they rely on ("first on ties") holds while
+// membership does (and a concurrency level's one-replica shape holds
+// whichever replica its warm-up took). A claim
+// added later must be as indifferent to history, or have its Deployment
+// return false.
 //
 // The claims that edit or fault the deployment (Mutates) run after every
 // claim of it that does not, so none of those sees an edit, a replaced Pod
@@ -329,12 +335,11 @@ func sharedText(args []string) string {
 	return fmt.Sprintf("%s with router args %s", sharedTextPrefix, strings.Join(args, " "))
 }
 
+// kindLabel is claim:<kind> for the claim's kind in expect.yaml.
+func kindLabel(claim string) string { return "claim:" + fixtures.ClaimKind(claim) }
+
 func describeClaim(c Claim, p api.Pair, input func() Input) {
-	kind := c.Kind
-	if kind == "" {
-		kind = LabelDocumented
-	}
-	labels := append(Labels{kind, fixtures.FeatureLabel(c.Name), LabelServer}, c.Labels...)
+	labels := append(Labels{kindLabel(c.Name), fixtures.FeatureLabel(c.Name), LabelServer}, c.Labels...)
 	if c.PolicyLabel {
 		labels = append(labels, policyLabel(c.Name, p))
 	}

@@ -101,6 +101,11 @@ func TestRegistryNamesAreTheIntervalKeysOfE2EYAML(t *testing.T) {
 		t.Errorf("err = %v\nwant %q", err, want)
 	}
 	for _, name := range ClaimNames() {
+		if err != nil && !strings.Contains(err.Error(), " "+name+",") && !strings.Contains(err.Error(), " "+name+" (line") {
+			t.Errorf("the error does not list the claim %q: %v", name, err)
+		}
+	}
+	for _, name := range ClaimNames() {
 		c, err := config.Parse("e2e.yaml", []byte("intervals:\n  "+name+"/wait-ready: [1m, 1s]\n"), t.TempDir(), noEnv, ClaimNames()...)
 		if err != nil {
 			t.Errorf("%s/wait-ready: %v", name, err)
@@ -160,16 +165,77 @@ func TestRegistryREADMEClaimTableListsEveryClaim(t *testing.T) {
 	}
 }
 
-// On the sim only the argv pairs run (llm-d-router is not simulated): the
-// documented suite must start at most 18 engine Pods there, and each
-// shared deployment is named for its args.
+// claimsOfKind are the registered claims of the given kinds.
+func claimsOfKind(kinds ...string) []Claim {
+	var out []Claim
+	for _, c := range Claims() {
+		if slices.Contains(kinds, fixtures.ClaimKind(c.Name)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// documentedClaims are the registered claims of kind documented.
+func documentedClaims() []Claim { return claimsOfKind(fixtures.KindDocumented) }
+
+// simEnginePods counts the engine Pods the claims start on the sim, where
+// every documented pair runs: two per shared deployment, per bad --policy
+// value and per thresholds case with router args of its own; one per bad
+// threshold value; and killengine's replacement of the Pod it kills.
+func simEnginePods(claims []Claim) (pods, deployments int) {
+	has := func(name string) bool {
+		return slices.ContainsFunc(claims, func(c Claim) bool { return c.Name == name })
+	}
+	row := func(claim string, p api.Pair) fixtures.Expectation {
+		exp, _ := fixtures.Lookup(claim, p)
+		if exp.NotApplicable != "" {
+			return fixtures.Expectation{}
+		}
+		return exp
+	}
+	for _, p := range fixtures.DocumentedPairs {
+		gs, _ := plan(claims, p, false)
+		n := len(gs)
+		if b := row(ClaimBadPolicy, p).BadPolicy; has(ClaimBadPolicy) && b != nil {
+			n += len(b.Values)
+		}
+		if has(ClaimThresholds) {
+			for _, h := range row(ClaimThresholds, p).Thresholds {
+				if len(h.RouterArgs) > 0 {
+					n++
+				}
+			}
+		}
+		pods += 2 * n
+		deployments += n
+		if has(ClaimBadThreshold) {
+			bad := len(badThresholdArgs(row(ClaimBadThreshold, p)))
+			pods += badThresholdReplicas * bad
+			deployments += bad
+		}
+		if has(ClaimKillEngine) && row(ClaimKillEngine, p).Fault != nil {
+			pods++ // the replacement of the killed Pod
+		}
+	}
+	return pods, deployments
+}
+
+// The documented suite must start at most 22 engine Pods on the sim (18
+// for the argv pairs, one default deployment per llm-d pair), and each
+// shared deployment is named for its args. The extended claims share the
+// default deployment where they can (concurrency, routing text, the
+// thresholds' default case); every other policy or threshold setting is a
+// deployment of its own. The claims that edit or fault a deployment share
+// the default one and run after every claim that needs its pristine
+// history.
 func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	type shape struct {
 		groups map[string][]string // args -> claims
 		alone  []string
 	}
-	read := func(p api.Pair, isolate bool) shape {
-		gs, alone := plan(Claims(), p, isolate)
+	read := func(claims []Claim, p api.Pair, isolate bool) shape {
+		gs, alone := plan(claims, p, isolate)
 		s := shape{groups: map[string][]string{}}
 		for _, g := range gs {
 			for _, c := range g.claims {
@@ -181,42 +247,68 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		}
 		return s
 	}
-	// The claims that edit or fault a deployment share the default one and
-	// run after every claim that needs its pristine history.
-	mutating := []string{"switch", "routerreplicas", "deleterouter", "killengine", "metricshang", "routerhang", "engineerrors"}
-	llmdMutating := slices.DeleteFunc(slices.Clone(mutating), func(c string) bool { return c == "engineerrors" })
-	vr := read(fixtures.VLLMRouterVLLM, false)
-	if got := vr.groups[""]; !slices.Equal(got, append([]string{"defaults", "affinity"}, mutating...)) {
+	doc := documentedClaims()
+	vr := read(doc, fixtures.VLLMRouterVLLM, false)
+	if got := vr.groups[""]; !slices.Equal(got, []string{"defaults", "affinity"}) {
 		t.Errorf("vllm-router default deployment: %v", got)
 	}
 	if got := vr.groups["--policy round_robin"]; !slices.Equal(got, []string{"roundrobin", "admission", "metrics"}) {
 		t.Errorf("vllm-router round-robin deployment: %v", got)
 	}
-	sg := read(fixtures.SGLangGatewaySGLang, false)
-	if got := sg.groups[""]; !slices.Equal(got, append([]string{"defaults", "affinity", "metrics"}, mutating...)) {
+	sg := read(doc, fixtures.SGLangGatewaySGLang, false)
+	if got := sg.groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics"}) {
 		t.Errorf("sglang-gateway default deployment: %v", got)
 	}
 	if got := sg.groups["--policy round_robin"]; !slices.Equal(got, []string{"roundrobin", "admission"}) {
 		t.Errorf("sglang-gateway round-robin deployment: %v", got)
 	}
-	ld := read(fixtures.LLMDRouterVLLM, false)
-	if len(ld.groups) != 1 || !slices.Equal(ld.groups[""], append([]string{"defaults", "affinity", "metrics"}, llmdMutating...)) ||
-		!slices.Equal(ld.alone, []string{"roundrobin", "badpolicy", "admission", "engineerrors"}) {
+	ld := read(doc, fixtures.LLMDRouterVLLM, false)
+	if len(ld.groups) != 1 || !slices.Equal(ld.groups[""], []string{"defaults", "affinity", "metrics"}) ||
+		!slices.Equal(ld.alone, []string{"roundrobin", "badpolicy", "admission"}) {
 		t.Errorf("llm-d-router: %+v", ld)
 	}
-	if iso := read(fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
+	if iso := read(Claims(), fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
 		t.Errorf("E2E_ISOLATE: %+v", iso)
 	}
-
-	// Deployments that start engines on the sim: the shared ones and one
-	// per bad --policy value; two replicas each.
-	deployments := 0
-	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang} {
-		gs, _ := plan(Claims(), p, false)
-		deployments += len(gs) + len(badValues(p))
+	if pods, deployments := simEnginePods(doc); pods > 22 {
+		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments), want at most 22", pods, deployments)
 	}
-	if pods := 2 * deployments; pods > 18 {
-		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments), want at most 18", pods, deployments)
+
+	// Every claim: the mutating ones run last on the default deployment,
+	// after the documented and extended claims that read its pristine
+	// history, in registry order among themselves.
+	all := Claims()
+	mutating := []string{"switch", "routerreplicas", "deleterouter", "killengine", "metricshang", "routerhang", "engineerrors"}
+	llmdMutating := slices.DeleteFunc(slices.Clone(mutating), func(c string) bool { return c == "engineerrors" })
+	if got := read(all, fixtures.VLLMRouterVLLM, false).groups[""]; !slices.Equal(got,
+		append([]string{"defaults", "affinity", "concurrency", "routingtext", "thresholds"}, mutating...)) {
+		t.Errorf("vllm-router default deployment with every claim: %v", got)
+	}
+	if got := read(all, fixtures.SGLangGatewaySGLang, false).groups[""]; !slices.Equal(got,
+		append([]string{"defaults", "affinity", "metrics", "concurrency", "routingtext", "thresholds"}, mutating...)) {
+		t.Errorf("sglang-gateway default deployment with every claim: %v", got)
+	}
+	for _, p := range []api.Pair{fixtures.LLMDRouterVLLM, fixtures.LLMDRouterSGLang} {
+		got := read(all, p, false)
+		if !slices.Equal(got.groups[""], append([]string{"defaults", "affinity", "metrics", "concurrency"}, llmdMutating...)) ||
+			!slices.Contains(got.alone, "engineerrors") {
+			t.Errorf("%s default deployment with every claim: %+v", p, got)
+		}
+	}
+	// The README's figures: keep them in step when a claim adds a
+	// deployment or an engine Pod.
+	for _, c := range []struct {
+		what              string
+		claims            []Claim
+		pods, deployments int
+	}{
+		{"documented", doc, 22, 11},
+		{"documented plus extended", claimsOfKind(fixtures.KindDocumented, fixtures.KindExtended), 56, 31},
+		{"every claim", all, 60, 31},
+	} {
+		if pods, deployments := simEnginePods(c.claims); pods != c.pods || deployments != c.deployments {
+			t.Errorf("%s claims on the sim start %d engine Pods (%d deployments); the README says %d (%d)", c.what, pods, deployments, c.pods, c.deployments)
+		}
 	}
 
 	if a, b := SharedDeployment(fixtures.VLLMRouterVLLM, nil).Name, SharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}).Name; a == b ||
@@ -246,7 +338,7 @@ func TestRegistryPlanRunsMutatingClaimsLast(t *testing.T) {
 		t.Errorf("order %v: a fault before affinity would change the split affinity measures", got)
 	}
 	for _, c := range Claims() {
-		if (c.Kind == LabelResilience || c.Name == ClaimSwitch || c.Name == ClaimRouterReplicas) && !c.Mutates {
+		if (fixtures.ClaimKind(c.Name) == fixtures.KindResilience || c.Name == ClaimSwitch || c.Name == ClaimRouterReplicas) && !c.Mutates {
 			t.Errorf("claim %s edits or faults its deployment but is not marked Mutates", c.Name)
 		}
 	}

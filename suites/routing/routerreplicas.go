@@ -28,7 +28,6 @@ var _ = register(Claim{
 	Name:        ClaimRouterReplicas,
 	Title:       "Router replicas behind the router Service",
 	Labels:      []string{LabelNeedsGPU},
-	Kind:        LabelExtended,
 	PolicyLabel: true,
 	Mutates:     true,
 	Require: func(e fixtures.Expectation) []string {
@@ -107,7 +106,7 @@ func RouterReplicasSpec(input func() RouterReplicasSpecInput) {
 		if rr.KeepAlive.Shape == fixtures.ShapeOneReplica {
 			Expect(each.split).To(assertions.BeMadeOfWholeGroups(each.podCounts()...),
 				"each router Pod keeps its own requests on one replica (%s), so the engine split is made of whole router Pods' counts %s",
-				rr.Why, each.podWords())
+				exp.Derivation, each.podWords())
 		}
 	})
 }

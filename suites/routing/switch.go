@@ -27,7 +27,6 @@ var _ = register(Claim{
 	Name:    ClaimSwitch,
 	Title:   "Live switch of spec.router.extraArgs",
 	Labels:  []string{LabelNeedsGPU},
-	Kind:    LabelExtended,
 	Mutates: true,
 	Require: func(e fixtures.Expectation) []string {
 		out := need(nil, e.Switch != nil, "switch needs switch")

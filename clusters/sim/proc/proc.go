@@ -12,6 +12,7 @@ package proc
 import (
 	"context"
 	"io"
+	"io/fs"
 	"net"
 )
 
@@ -40,6 +41,9 @@ type Container struct {
 	// Every HTTP server a program runs wraps its handler with
 	// Faults.Handler(port, h).
 	Faults *Faults
+	// Files are the container's mounted volumes, paths without the leading
+	// "/" (/config/epp.yaml is "config/epp.yaml"); nil without mounts.
+	Files fs.FS
 }
 
 // PodInfo identifies the Pod a container runs in.
