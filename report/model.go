@@ -109,8 +109,8 @@ type Statistics struct {
 type ClaimTable struct {
 	Name  string `json:"name"`
 	Title string `json:"title"`
-	// Kind is documented (the routing page) or extended (derived from the
-	// routers' algorithms).
+	// Kind is documented (the routing page), extended (derived from the
+	// routers' algorithms) or resilience (a fault and its derived bounds).
 	Kind   string     `json:"kind"`
 	Source string     `json:"source"`
 	Result string     `json:"result"`

@@ -27,3 +27,15 @@ func TestDisruptionAndRouterPodsRenderAsOneLine(t *testing.T) {
 		}
 	}
 }
+
+func TestKindNoteNamesWhatTheExpectationRestsOn(t *testing.T) {
+	for kind, want := range map[string]string{
+		"documented": "",
+		"extended":   " (extended: expected outcome derived from the routers' algorithms)",
+		"resilience": " (resilience: a fault injected mid-traffic; bounds derived from the routers' and the cluster's behaviour)",
+	} {
+		if got := kindNote(kind); got != want {
+			t.Errorf("kindNote(%s) = %q, want %q", kind, got, want)
+		}
+	}
+}
