@@ -201,15 +201,17 @@ func isolated() (bool, error) {
 // specs run against the same deployment share it inside an Ordered,
 // ContinueOnFailure container, in registry order; the first spec that needs
 // it creates it (after its own skips), DeferCleanup from BeforeAll deletes
-// it after the last, and each spec's failure is its own. With the
-// documented claims that gives, per pair:
+// it after the last, and each spec's failure is its own. That gives, per
+// pair:
 //
 //	router defaults:           defaults, affinity, metrics (sglang-gateway, llm-d-router),
+//	                           concurrency, routingtext, thresholds (its defaults case),
 //	                           then the claims that mutate it: switch, routerreplicas,
 //	                           deleterouter, killengine, metricshang, routerhang,
 //	                           engineerrors
 //	--policy round_robin:      roundrobin, admission (its "admitted" check), metrics (vllm-router)
-//	a deployment each:         badpolicy (one per bad value, deleted once the crash is confirmed)
+//	a deployment each:         badpolicy (one per bad value, deleted once the crash is confirmed),
+//	                           every other --policy, threshold setting and bad threshold value
 //	none:                      admission's refusals, which create nothing
 //
 // Why the shared history cannot change an outcome: defaults and roundrobin
