@@ -35,6 +35,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/clusters/sim/service"
 )
 
 // Store is where a Controller's Pods live and how it learns that they
@@ -129,6 +130,12 @@ type Controller struct {
 
 	cost clusters.CostLedger
 
+	// svc is the <md>-router Service (service.go) on svcIP, fed from the
+	// router Pods' endpoints by Pod UID; guarded by mu.
+	svc       *service.Service
+	svcIP     string
+	endpoints map[string]service.Endpoint
+
 	trigger chan struct{}
 	stop    chan struct{} // closed by Stop
 	stopped sync.Once
@@ -181,6 +188,7 @@ func (c *Controller) run() {
 	for {
 		if gone := c.reconcile(ctx); gone {
 			c.cost.Close(time.Now())
+			c.stopService()
 			return
 		}
 		select {
@@ -357,8 +365,13 @@ func (c *Controller) ConfigMap(name string) (map[string]string, bool) {
 }
 
 // PodChanged takes the kubelet's status update of one of this deployment's
-// Pods; engine Pods are counted for Cost.
+// Pods: router Pods are the router Service's endpoints, engine Pods are
+// counted for Cost.
 func (c *Controller) PodChanged(u kubelet.PodUpdate) {
+	if _, router := u.Pod.Labels[api.LabelRouter]; router {
+		c.routerEndpointChanged(u)
+		return
+	}
 	if !isEnginePod(u.Pod.Labels) {
 		return
 	}
