@@ -15,11 +15,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/config"
 )
 
 // Intervals are the kube intervals of the tier's suite config: the tier's
@@ -59,6 +63,25 @@ func WriteConfig(repo, file string) error {
 		return err
 	}
 	return os.WriteFile(file, out, 0o644)
+}
+
+// SimKnobs reads the sim: section of a suite config (WriteConfig's file),
+// whose engine knobs the engines behind the tier's API server take too.
+func SimKnobs(file string) (config.Sim, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return config.Sim{}, err
+	}
+	var cfg struct {
+		Sim config.Sim `json:"sim"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return config.Sim{}, fmt.Errorf("%s: %w", file, err)
+	}
+	if cfg.Sim.EngineITL == 0 || cfg.Sim.EngineOutputTokens == 0 {
+		return config.Sim{}, fmt.Errorf("%s: sim.engineITL and sim.engineOutputTokens must be set", file)
+	}
+	return cfg.Sim, nil
 }
 
 // SuitePackage is the suite this package runs, relative to the repository.
@@ -186,40 +209,60 @@ func ReadReport(path string) (*Report, error) {
 	return r, nil
 }
 
-// Rows is every claim row as "claim pair" -> result, and every spec as
-// "spec <name>" -> result.
-func (r *Report) Rows() map[string]string {
-	out := map[string]string{}
+// row is one result of a report: a claim row or a spec.
+type row struct {
+	result  string
+	reasons []string
+}
+
+// rows is every claim row as "claim pair" and every spec as "spec <name>".
+func (r *Report) rows() map[string]row {
+	out := map[string]row{}
 	for _, c := range r.Claims {
-		for _, row := range c.Rows {
-			out[c.Name+" "+row.Pair] = row.Result
+		for _, x := range c.Rows {
+			out[c.Name+" "+x.Pair] = row{x.Result, x.Reasons}
 		}
 	}
 	for _, s := range r.Specs {
-		out["spec "+s.Name] = s.Result
+		out["spec "+s.Name] = row{s.Result, []string{s.Reason}}
 	}
 	return out
 }
 
+// Unsupported is what a skip reason carries when the target cannot inject
+// a fault (clusters.ErrFaultUnsupported): the kube target makes no Pod
+// answer 5xx or hang without a chaos tool in the cluster.
+var Unsupported = clusters.ErrFaultUnsupported.Error()
+
 // Compare lists the rows whose results differ between a and b, or that
-// only one of them has, sorted.
-func Compare(a, b *Report) []string {
-	ra, rb := a.Rows(), b.Rows()
-	var diff []string
+// only one of them has, sorted; a row b skipped because b's target cannot
+// inject the fault is listed in unsupported instead of diff.
+func Compare(a, b *Report) (diff, unsupported []string) {
+	ra, rb := a.rows(), b.rows()
 	for k, v := range ra {
-		if w, ok := rb[k]; !ok {
-			diff = append(diff, fmt.Sprintf("%s: %s in %s, absent in %s", k, v, a.Environment.Target, b.Environment.Target))
-		} else if v != w {
-			diff = append(diff, fmt.Sprintf("%s: %s in %s, %s in %s", k, v, a.Environment.Target, w, b.Environment.Target))
+		w, ok := rb[k]
+		switch {
+		case !ok:
+			diff = append(diff, fmt.Sprintf("%s: %s in %s, absent in %s", k, v.result, a.Environment.Target, b.Environment.Target))
+		case v.result == w.result:
+		case isSkip(w.result) && slices.ContainsFunc(w.reasons, func(r string) bool { return strings.Contains(r, Unsupported) }):
+			unsupported = append(unsupported, fmt.Sprintf("%s: %s in %s, skipped in %s (%s)", k, v.result, a.Environment.Target, b.Environment.Target, Unsupported))
+		default:
+			diff = append(diff, fmt.Sprintf("%s: %s in %s, %s in %s", k, v.result, a.Environment.Target, w.result, b.Environment.Target))
 		}
 	}
 	for k, w := range rb {
 		if _, ok := ra[k]; !ok {
-			diff = append(diff, fmt.Sprintf("%s: absent in %s, %s in %s", k, a.Environment.Target, w, b.Environment.Target))
+			diff = append(diff, fmt.Sprintf("%s: absent in %s, %s in %s", k, a.Environment.Target, w.result, b.Environment.Target))
 		}
 	}
 	sort.Strings(diff)
-	return diff
+	sort.Strings(unsupported)
+	return diff, unsupported
+}
+
+func isSkip(result string) bool {
+	return strings.EqualFold(result, "SKIP") || strings.EqualFold(result, "skipped")
 }
 
 // Failures lists the failed specs with their reasons.
