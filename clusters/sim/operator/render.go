@@ -407,6 +407,7 @@ func RenderEngine(md *api.ModelDeployment, role *api.Role, ordinal int) (EngineW
 	w.Annotations[AnnotationGroupTotal] = strconv.Itoa(int(roleSize(role)))
 	w.Annotations[AnnotationRoleHash] = role.Name
 	w.Annotations[AnnotationGroupServing] = "true"
+	maps.Copy(w.Annotations, bootstrapAnnotations(md, role))
 	w.PodSpecHash = hashJSON(struct {
 		Image, Container string
 		Command          []string
@@ -481,6 +482,31 @@ func connectorArgs(md *api.ModelDeployment, role *api.Role) (args []string, env 
 			"--disaggregation-transfer-backend", backend}
 	}
 	return args, env
+}
+
+// Bootstrap-port annotations the argv routers' Kubernetes discovery reads
+// from a prefill Pod (docs/routers.md#vllm-router-flags, #sgl-model-gateway-flags).
+const (
+	AnnotationVLLMBootstrapPort   = "vllm.ai/bootstrap-port"
+	AnnotationSGLangBootstrapPort = "sglang.ai/bootstrap-port"
+)
+
+// bootstrapAnnotations is the prefill Pod's bootstrap-port annotation for
+// the argv router of a declared pair: the port its Mooncake bootstrap
+// server (vLLM) or bootstrap registry (SGLang) listens on, so the router
+// can hand it to the decode leg (docs/operator.md#engine-pods). llm-d-router
+// reads none: its decode sidecar has the port from its own flags.
+func bootstrapAnnotations(md *api.ModelDeployment, role *api.Role) map[string]string {
+	if md.Spec.Router == nil || role.RoleKind() != api.RoleKindPrefill || !isPD(md) {
+		return nil
+	}
+	switch md.Spec.Router.Name {
+	case api.RouterVLLM:
+		return map[string]string{AnnotationVLLMBootstrapPort: strconv.Itoa(int(VLLMMooncakeBootstrapPort))}
+	case api.RouterSGLang:
+		return map[string]string{AnnotationSGLangBootstrapPort: strconv.Itoa(int(SGLangBootstrapPort))}
+	}
+	return nil
 }
 
 // isPD reports whether md declares both a Prefill and a Decode role.

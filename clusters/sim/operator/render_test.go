@@ -301,3 +301,43 @@ func TestRenderEngineArgsFillsBindFlagsOnlyWhenAbsent(t *testing.T) {
 		t.Fatalf("a take-over command is used verbatim: %v", got)
 	}
 }
+
+// A prefill Pod of a pair carries the bootstrap port its argv router reads;
+// no other Pod does, and llm-d-router reads none.
+func TestRenderPrefillBootstrapAnnotation(t *testing.T) {
+	for _, c := range []struct {
+		router, engine, key string
+	}{
+		{api.RouterVLLM, api.EngineVLLM, AnnotationVLLMBootstrapPort},
+		{api.RouterSGLang, api.EngineSGLang, AnnotationSGLangBootstrapPort},
+		{api.RouterLLMD, api.EngineVLLM, ""},
+	} {
+		md := pdMD(c.router, c.engine)
+		Default(md)
+		for i := range md.Spec.Roles {
+			role := &md.Spec.Roles[i]
+			w, err := RenderEngine(md, role, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, k := range []string{AnnotationVLLMBootstrapPort, AnnotationSGLangBootstrapPort} {
+				if v, ok := w.Annotations[k]; ok {
+					got[k] = v
+				}
+			}
+			want := map[string]string{}
+			if c.key != "" && role.RoleKind() == api.RoleKindPrefill {
+				want[c.key] = "8998"
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("%s %s role: bootstrap annotations %v, want %v", c.router, role.Name, got, want)
+			}
+		}
+	}
+	server := newMD(api.RouterVLLM, api.EngineVLLM)
+	Default(server)
+	if w, _ := RenderEngine(server, &server.Spec.Roles[0], 0); w.Annotations[AnnotationVLLMBootstrapPort] != "" {
+		t.Errorf("a server Pod carries %v", w.Annotations)
+	}
+}
