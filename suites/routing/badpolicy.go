@@ -34,7 +34,7 @@ var _ = register(Claim{
 	// Each bad value is a deployment of its own, deleted as soon as the
 	// crash is confirmed: no other claim can use a router that never starts.
 	Deployment: nil,
-	Spec: func(p api.Pair, input func() Input) { describeBadValues(ClaimBadPolicy, p, input) },
+	Spec:       func(p api.Pair, input func() Input) { describeBadValues(ClaimBadPolicy, p, input) },
 })
 
 // describeBadValues defines a BadPolicySpec per documented bad value of
