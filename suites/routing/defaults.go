@@ -56,7 +56,7 @@ func DefaultsSpec(input func() DefaultsSpecInput) {
 
 	It("starts with the documented default policy when no policy flag is given", func(ctx SpecContext) {
 		if len(exp.Scorers) > 0 {
-			expectScorers(ctx, in.Target, ClaimDefaults, dep, in.Pair, exp)
+			expectScorers(ctx, in.Target, dep, in.Pair, exp)
 			return
 		}
 		b := in.waitBanner(ctx, ClaimDefaults, dep)
@@ -70,31 +70,11 @@ func DefaultsSpec(input func() DefaultsSpecInput) {
 // expectScorers reads llm-d-router's effective configuration from the epp
 // container's startup log (the line that prints it after defaults are
 // applied) and checks each documented scorer weight in its profile.
-func expectScorers(ctx context.Context, t Target, claim string, dep clusters.Deployment, p api.Pair, exp fixtures.Expectation) {
-	GinkgoHelper()
-	line := effectiveConfig(ctx, t, claim, dep)
-	var missing, found []string
-	for _, s := range exp.Scorers {
-		want := fmt.Sprintf("{PluginRef: %s, Weight: %.2f}", s.Plugin, s.Weight)
-		profile := fmt.Sprintf("{Name: %s, Plugins: [", s.Profile)
-		i := strings.Index(line, profile)
-		if i < 0 || !strings.Contains(line[i:], want) {
-			missing = append(missing, s.Profile+": "+want)
-			continue
-		}
-		found = append(found, fmt.Sprintf("%s %s %.0f", s.Profile, s.Plugin, s.Weight))
-	}
-	report.Record(report.Claim{Claim: claim, Pair: p.String(), Expected: exp.Summary, Measured: strings.Join(found, ", ")})
-	Expect(missing).To(BeEmpty(), "scorers missing from the effective configuration: %s", line)
-}
-
-// effectiveConfig is the epp's "Effective raw configuration" log line: the
-// EndpointPickerConfig it runs, after defaults (docs/llmd.md#startup-log-lines).
-func effectiveConfig(ctx context.Context, t Target, claim string, dep clusters.Deployment) string {
+func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p api.Pair, exp fixtures.Expectation) {
 	GinkgoHelper()
 	const marker = "Effective raw configuration"
 	var line string
-	t.eventually(ctx, claim, config.OpWaitLogs, func(ctx context.Context) error {
+	t.eventually(ctx, ClaimDefaults, config.OpWaitLogs, func(ctx context.Context) error {
 		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{Container: "epp"})
 		if err != nil {
 			return err
@@ -107,5 +87,17 @@ func effectiveConfig(ctx context.Context, t Target, claim string, dep clusters.D
 		}
 		return fmt.Errorf("no %q line in the epp log yet", marker)
 	}).Should(Succeed())
-	return line
+	var missing, found []string
+	for _, s := range exp.Scorers {
+		want := fmt.Sprintf("{PluginRef: %s, Weight: %.2f}", s.Plugin, s.Weight)
+		profile := fmt.Sprintf("{Name: %s, Plugins: [", s.Profile)
+		i := strings.Index(line, profile)
+		if i < 0 || !strings.Contains(line[i:], want) {
+			missing = append(missing, s.Profile+": "+want)
+			continue
+		}
+		found = append(found, fmt.Sprintf("%s %s %.0f", s.Profile, s.Plugin, s.Weight))
+	}
+	report.Record(report.Claim{Claim: ClaimDefaults, Pair: p.String(), Expected: exp.Summary, Measured: strings.Join(found, ", ")})
+	Expect(missing).To(BeEmpty(), "scorers missing from the effective configuration: %s", line)
 }

@@ -14,6 +14,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions/routerlog"
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/traffic"
@@ -64,11 +67,24 @@ func PDDecisionSpec(input func() PDSpecInput) {
 		d := *exp.Disagg
 		dep := in.readyPD(ctx, ClaimPDDecision, exp)
 
-		By("reading the rendered profiles and decider from the effective configuration")
-		expectScorers(ctx, in.Target, ClaimPDDecision, dep, in.Pair, exp)
-		cfg := effectiveConfig(ctx, in.Target, ClaimPDDecision, dep)
+		By("reading the profiles and the decider from the epp's effective configuration")
+		cfg := effectiveConfigLine(ctx, in.Target, ClaimPDDecision, dep)
+		var missing, found []string
+		for _, s := range exp.Scorers {
+			want := fmt.Sprintf("{PluginRef: %s, Weight: %.2f}", s.Plugin, s.Weight)
+			i := strings.Index(cfg, fmt.Sprintf("{Name: %s, Plugins: [", s.Profile))
+			if j := strings.Index(cfg[max(i, 0):], "]}"); i < 0 || j < 0 || !strings.Contains(cfg[i:i+j], want) {
+				missing = append(missing, s.Profile+": "+want)
+				continue
+			}
+			found = append(found, fmt.Sprintf("%s %s %.0f", s.Profile, s.Plugin, s.Weight))
+		}
 		decider := regexp.MustCompile(fmt.Sprintf(`Type: prefix-based-pd-decider, Parameters: \{[^}]*"nonCachedTokens":\s*%d\b`, d.Threshold))
-		Expect(decider.MatchString(cfg)).To(BeTrue(), "prefix-based-pd-decider with nonCachedTokens %d in the effective configuration: %s", d.Threshold, cfg)
+		if decider.MatchString(cfg) {
+			found = append(found, fmt.Sprintf("prefix-based-pd-decider nonCachedTokens %d", d.Threshold))
+		} else {
+			missing = append(missing, fmt.Sprintf("prefix-based-pd-decider with nonCachedTokens %d", d.Threshold))
+		}
 
 		prefill, decode := pools(ctx, dep, *exp.PD)
 		routerBefore := routerMetrics(ctx, dep)
@@ -94,7 +110,7 @@ func PDDecisionSpec(input func() PDSpecInput) {
 		report.Record(splitEntry(ClaimPDDecision, in.Pair, fmt.Sprintf("decode pool: %d short and %d long completions", d.Requests, d.Requests),
 			decSplit, decode, 2*d.Requests, 0, fmt.Sprintf("%d in all", 2*d.Requests)))
 
-		measured := []string{fmt.Sprintf("prefill engines +%d, decode engines +%d", preSplit.Total(), decSplit.Total())}
+		measured := []string{strings.Join(found, ", "), fmt.Sprintf("prefill engines +%d, decode engines +%d", preSplit.Total(), decSplit.Total())}
 		var readings []reading
 		for _, s := range exp.Series {
 			words, r := in.seriesDelta(ctx, ClaimPDDecision, dep, routerBefore, s, poolOf(s.Pool, prefill, decode), d.Requests)
@@ -102,6 +118,7 @@ func PDDecisionSpec(input func() PDSpecInput) {
 			readings = append(readings, r)
 		}
 		report.Record(report.Claim{Claim: ClaimPDDecision, Pair: in.Pair.String(), Expected: exp.Summary, Measured: strings.Join(measured, "; ")})
+		Expect(missing).To(BeEmpty(), "missing from the effective configuration: %s", cfg)
 		for _, r := range readings {
 			r.expect()
 		}
@@ -130,4 +147,27 @@ func postCompletion(ctx context.Context, base, model, prompt string, maxTokens i
 		return fmt.Errorf("POST %s/completions: %d %s", base, resp.StatusCode, b)
 	}
 	return nil
+}
+
+// effectiveConfigLine is the epp's "Effective raw configuration" startup
+// line: the EndpointPickerConfig it runs, after defaults, with weights as
+// %.2f and plugin parameters as JSON (docs/llmd.md#startup-log-lines).
+func effectiveConfigLine(ctx context.Context, t Target, claim string, dep clusters.Deployment) string {
+	GinkgoHelper()
+	const marker = "Effective raw configuration"
+	var line string
+	t.eventually(ctx, claim, config.OpWaitLogs, func(ctx context.Context) error {
+		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{Container: api.ContainerEPP})
+		if err != nil {
+			return err
+		}
+		for _, l := range routerlog.Lines(logs) {
+			if strings.Contains(l.Text, marker) {
+				line = l.Text
+				return nil
+			}
+		}
+		return fmt.Errorf("no %q line in the epp log yet", marker)
+	}).Should(Succeed())
+	return line
 }
