@@ -26,6 +26,11 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		// chartSVG escapes every text it writes.
 		return template.HTML(chartSVG(s.Split)) //nolint:gosec
 	},
+	"sweep": func(s SweepResult) template.HTML {
+		// sweepSVG escapes every text it writes.
+		return template.HTML(sweepSVG(s.Sweep)) //nolint:gosec
+	},
+	"kind": kindNote,
 	"cls":  resultClass,
 	"join": strings.Join,
 }).Parse(`<!DOCTYPE html>
@@ -56,7 +61,7 @@ h1 span { padding: 2px 10px; }
 {{if .SuiteFailures}}<h3>Suite failures</h3><ul>{{range .SuiteFailures}}<li class="reason">{{.}}</li>{{end}}</ul>{{end}}
 <h2>Documented claims</h2>
 {{range .Claims}}
-<h3 id="claim-{{.Name}}">{{.Title}}: <span class="{{cls .Result}}">{{.Result}}</span></h3>
+<h3 id="claim-{{.Name}}">{{.Title}}{{kind .Kind}}: <span class="{{cls .Result}}">{{.Result}}</span></h3>
 <p>Source: {{.Source}}</p>
 <table>
 <tr><th>Pair</th><th>Documented</th><th>Measured</th><th>Result</th><th>Reason</th></tr>
@@ -67,6 +72,15 @@ h1 span { padding: 2px 10px; }
 {{range .OtherSplits}}<div class="split">
 <p><b>{{.Pair}}</b>, {{.Title}}: {{.Counts}} by <code>{{.Source}}</code>; {{.Requests}} requests, {{.Failures}} failed; documented: {{.Expected}}; <span class="{{cls .Result}}">{{.Result}}</span></p>
 {{chart .}}
+</div>{{end}}{{end}}
+{{if .Sweeps}}<h2>Concurrency sweeps</h2>
+{{range .Sweeps}}<div class="sweep">
+<p><b>{{.Pair}}</b>, {{.Title}}: by <code>{{.Source}}</code>; expected: {{.Expected}}; <span class="{{cls .Result}}">{{.Result}}</span></p>
+{{sweep .}}
+<table>
+<tr><th>Concurrency</th><th>Split</th><th>Failed</th><th>Latency p50/p95/p99 ms</th><th>TTFT p50/p95/p99 ms</th></tr>
+{{range .Levels}}<tr><td>{{.Concurrency}}</td><td>{{.Counts}}</td><td>{{.Failures}} of {{.Requests}}</td><td>{{.Latency}}</td><td>{{.TTFT}}</td></tr>
+{{end}}</table>
 </div>{{end}}{{end}}
 <h2>Specs</h2>
 <table>

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpustack/routing-conformance/fixtures"
 )
 
 // Markdown renders qualification.md.
@@ -27,7 +29,7 @@ func Markdown(r *Report) string {
 	}
 	p("## Documented claims\n\n")
 	for _, c := range r.Claims {
-		p("### %s: %s\n\n", c.Title, c.Result)
+		p("### %s%s: %s\n\n", c.Title, kindNote(c.Kind), c.Result)
 		p("Source: %s\n\n", c.Source)
 		p("| Pair | Documented | Measured | Result | Reason |\n|---|---|---|---|---|\n")
 		for _, row := range c.Rows {
@@ -47,6 +49,12 @@ func Markdown(r *Report) string {
 		for _, s := range r.OtherSplits {
 			p("**%s**, %s: %s by `%s`; %d requests, %d failed; documented: %s; %s\n\n", s.Pair, s.Title, s.Counts(), s.Source, s.Requests, s.Failures, s.Expected, s.Result)
 			p("%s\n", textBars(s.Split))
+		}
+	}
+	if len(r.Sweeps) > 0 {
+		p("## Concurrency sweeps\n\n")
+		for _, s := range r.Sweeps {
+			p("%s\n", sweepMarkdown(s))
 		}
 	}
 	p("## Specs\n\n| Spec | Result | Time | Reason |\n|---|---|---|---|\n")
@@ -121,4 +129,13 @@ func costRows(c CostSummary) [][2]string {
 func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "<br>")
+}
+
+// kindNote marks an extended claim's title: its expected column is derived
+// from the routers' algorithms, not documented.
+func kindNote(kind string) string {
+	if kind == fixtures.KindExtended {
+		return " (extended: expected outcome derived from the routers' algorithms)"
+	}
+	return ""
 }

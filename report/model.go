@@ -48,7 +48,9 @@ type Report struct {
 	Splits []SplitResult `json:"splits"`
 	// OtherSplits are splits of specs outside the documented claim tables.
 	OtherSplits []SplitResult `json:"otherSplits,omitempty"`
-	Specs       []SpecResult  `json:"specs"`
+	// Sweeps are the concurrency sweeps measured (split against concurrency).
+	Sweeps []SweepResult `json:"sweeps,omitempty"`
+	Specs  []SpecResult  `json:"specs"`
 }
 
 // Environment is the block at the top of the report.
@@ -105,8 +107,11 @@ type Statistics struct {
 
 // ClaimTable is one documented claim: a row per pair.
 type ClaimTable struct {
-	Name   string     `json:"name"`
-	Title  string     `json:"title"`
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Kind is documented (the routing page) or extended (derived from the
+	// routers' algorithms).
+	Kind   string     `json:"kind"`
 	Source string     `json:"source"`
 	Result string     `json:"result"`
 	Rows   []ClaimRow `json:"rows"`
@@ -148,6 +153,7 @@ type SpecResult struct {
 	claimIndex, pairIndex int
 	splits                []Split
 	claims                []Claim
+	sweeps                []Sweep
 }
 
 // Build turns Ginkgo's report into the qualification report. It never
@@ -207,6 +213,9 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 			if s.Claim == "" || s.pairIndex == len(fixtures.DocumentedPairs) {
 				out.OtherSplits = append(out.OtherSplits, sr)
 			}
+		}
+		for _, sw := range s.sweeps {
+			out.Sweeps = append(out.Sweeps, SweepResult{Sweep: sw, Spec: s.Name, Result: s.Result})
 		}
 	}
 	for _, name := range expect.Names() {
@@ -322,6 +331,10 @@ func specResult(sr types.SpecReport) SpecResult {
 			if err == nil {
 				s.claims = append(s.claims, *x)
 			}
+		case *Sweep:
+			if err == nil {
+				s.sweeps = append(s.sweeps, *x)
+			}
 		}
 		s.Entries = append(s.Entries, entryLine(e, v, err))
 	}
@@ -349,6 +362,8 @@ func decodeKnown(e types.ReportEntry) (any, error) {
 		v = &RouterExit{}
 	case EntryDeploymentCost:
 		v = &DeploymentCost{}
+	case EntrySweep:
+		v = &Sweep{}
 	default:
 		return nil, nil
 	}
@@ -374,6 +389,8 @@ func entryLine(e types.ReportEntry, v any, err error) string {
 		return fmt.Sprintf("split %s: %s by %s (%d requests, %d failed)", x.Title, x.Counts(), x.Source, x.Requests, x.Failures)
 	case *MetricDelta:
 		return "metric " + x.String()
+	case *Sweep:
+		return "sweep " + x.String()
 	case *Banner:
 		return "banner: " + x.Line
 	case *Series:
@@ -433,7 +450,7 @@ func costSummary(r types.Report) CostSummary {
 }
 
 func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
-	t := ClaimTable{Name: c.Name, Title: c.Title, Source: c.Source}
+	t := ClaimTable{Name: c.Name, Title: c.Title, Kind: c.ClaimKind(), Source: c.Source}
 	for _, p := range fixtures.DocumentedPairs {
 		row := ClaimRow{Pair: p.String()}
 		for _, e := range c.Pairs {

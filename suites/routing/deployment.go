@@ -34,6 +34,9 @@ type PairDeployment struct {
 	PD *fixtures.PD
 	// Name is metadata.name.
 	Name string
+	// Replicas, when > 0, overrides the config's engine replicas: a
+	// deployment whose router never starts needs only one engine Pod.
+	Replicas int32
 
 	// perSpec: created for one spec, deleted when that spec ends.
 	perSpec  bool
@@ -68,18 +71,22 @@ func sharedDeployment(p api.Pair, routerArgs []string, pd *fixtures.PD) *PairDep
 	return &PairDeployment{Pair: p, RouterArgs: routerArgs, PD: pd, Name: objectName(what, p)}
 }
 
-// options builds the deployment's ModelDeployment from the config's.
-func (d *PairDeployment) options() []fixtures.Option {
-	opts := []fixtures.Option{fixtures.WithRouterArgs(d.RouterArgs...)}
-	if d.PD != nil {
-		opts = append(opts, fixtures.WithPrefillDecode(d.PD.Prefill, d.PD.Decode))
-	}
-	return opts
-}
-
 // own is a deployment of p for the running spec alone, deleted when it ends.
 func (t Target) own(p api.Pair, name string, routerArgs ...string) *PairDeployment {
 	return &PairDeployment{Pair: p, RouterArgs: routerArgs, Name: name, perSpec: true}
+}
+
+// options are the fixture options the deployment is built with.
+func (d *PairDeployment) options() []fixtures.Option {
+	opts := []fixtures.Option{fixtures.WithRouterArgs(d.RouterArgs...)}
+	if d.Replicas > 0 {
+		opts = append(opts, fixtures.WithReplicas(d.Replicas))
+	}
+	if d.PD != nil {
+		// Last: the pair replaces the server role, with its own replicas.
+		opts = append(opts, fixtures.WithPrefillDecode(d.PD.Prefill, d.PD.Decode))
+	}
+	return opts
 }
 
 // Create creates the deployment once and returns the target's answer: the

@@ -10,11 +10,10 @@ import (
 const ClaimPDBadPolicy = "pdbadpolicy"
 
 var _ = register(Claim{
-	Name:     ClaimPDBadPolicy,
-	Title:    "Bad per-pool policy",
-	Extended: true,
-	PD:       true,
-	Labels:   []string{"policy:invalid", LabelNeedsGPU},
+	Name:   ClaimPDBadPolicy,
+	Title:  "Bad per-pool policy",
+	PD:     true,
+	Labels: []string{"policy:invalid", LabelNeedsGPU},
 	Require: func(e fixtures.Expectation) []string {
 		out := need(nil, e.BadPolicy != nil && len(e.BadPolicy.Values) > 0 && len(e.BadPolicy.PossibleValues) > 0,
 			"pdbadpolicy needs badPolicy.values and possibleValues")

@@ -29,7 +29,6 @@ const ClaimPDDecision = "pddecision"
 var _ = register(Claim{
 	Name:        ClaimPDDecision,
 	Title:       "Prefill/decode decision per request",
-	Extended:    true,
 	PD:          true,
 	Labels:      []string{LabelNeedsGPU},
 	PolicyLabel: true,

@@ -10,7 +10,6 @@ const ClaimPDPolicies = "pdpolicies"
 var _ = register(Claim{
 	Name:        ClaimPDPolicies,
 	Title:       "Per-pool policy flags",
-	Extended:    true,
 	PD:          true,
 	Labels:      []string{LabelNeedsGPU},
 	PolicyLabel: true,

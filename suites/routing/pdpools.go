@@ -11,7 +11,6 @@ const ClaimPDPools = "pdpools"
 var _ = register(Claim{
 	Name:        ClaimPDPools,
 	Title:       "Prefill/decode pools",
-	Extended:    true,
 	PD:          true,
 	Labels:      []string{LabelNeedsGPU},
 	PolicyLabel: true,
