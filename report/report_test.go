@@ -266,7 +266,7 @@ func TestMarkdownHasEnvironmentTablesAndBars(t *testing.T) {
 		"### Prefix affinity under the default policy: FAIL",
 		"| vllm-router+vLLM | no failures; all on one replica (measured 354/0;",
 		"| 120/0 | PASS |",
-		"| llm-d-router+vLLM | no failures; split recorded (measured 187/170) |  | SKIP | target sim does not offer llm-d-router with vLLM |",
+		"| llm-d-router+vLLM | no failures; split recorded, not asserted (the docs measured 187/170 on two GPUs) |  | SKIP | target sim does not offer llm-d-router with vLLM |",
 		"| llm-d-router+SGLang | no failures; all on one replica (measured 375/0) |  | NOT RUN |",
 		strings.Repeat("█", 40) + " 120",
 		strings.Repeat("█", 20) + strings.Repeat(" ", 20) + " 60",
@@ -388,7 +388,8 @@ func TestCostIsSummedOnlyWhenEveryDeploymentWasCounted(t *testing.T) {
 
 func TestEntryNamesMatchTheirTypes(t *testing.T) {
 	for name, e := range map[string]Entry{EntryClaim: Claim{}, EntrySplit: Split{}, EntryMetricDelta: MetricDelta{}, EntryBanner: Banner{},
-		EntrySeries: Series{}, EntryAdmission: Admission{}, EntryRouterExit: RouterExit{}, EntryDeploymentCost: DeploymentCost{}} {
+		EntrySeries: Series{}, EntryAdmission: Admission{}, EntryRouterExit: RouterExit{}, EntryDeploymentCost: DeploymentCost{},
+		EntryPickerSeed: PickerSeed{}} {
 		if e.EntryName() != name {
 			t.Errorf("%T.EntryName() = %s, want %s", e, e.EntryName(), name)
 		}
