@@ -14,9 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/assertions/routerlog"
-	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/traffic"
@@ -67,7 +64,7 @@ func PDDecisionSpec(input func() PDSpecInput) {
 		dep := in.readyPD(ctx, ClaimPDDecision, exp)
 
 		By("reading the profiles and the decider from the epp's effective configuration")
-		cfg := effectiveConfigLine(ctx, in.Target, ClaimPDDecision, dep)
+		cfg := effectiveConfig(ctx, in.Target, ClaimPDDecision, dep)
 		var missing, found []string
 		for _, s := range exp.Scorers {
 			want := fmt.Sprintf("{PluginRef: %s, Weight: %.2f}", s.Plugin, s.Weight)
@@ -146,27 +143,4 @@ func postCompletion(ctx context.Context, base, model, prompt string, maxTokens i
 		return fmt.Errorf("POST %s/completions: %d %s", base, resp.StatusCode, b)
 	}
 	return nil
-}
-
-// effectiveConfigLine is the epp's "Effective raw configuration" startup
-// line: the EndpointPickerConfig it runs, after defaults, with weights as
-// %.2f and plugin parameters as JSON (docs/llmd.md#startup-log-lines).
-func effectiveConfigLine(ctx context.Context, t Target, claim string, dep clusters.Deployment) string {
-	GinkgoHelper()
-	const marker = "Effective raw configuration"
-	var line string
-	t.eventually(ctx, claim, config.OpWaitLogs, func(ctx context.Context) error {
-		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{Container: api.ContainerEPP})
-		if err != nil {
-			return err
-		}
-		for _, l := range routerlog.Lines(logs) {
-			if strings.Contains(l.Text, marker) {
-				line = l.Text
-				return nil
-			}
-		}
-		return fmt.Errorf("no %q line in the epp log yet", marker)
-	}).Should(Succeed())
-	return line
 }
