@@ -118,6 +118,27 @@ func TestPolicyValidOnlyOnOtherRouterRefused(t *testing.T) {
 	}
 }
 
+// --prefill-policy and --decode-policy take --policy's values through
+// clap's possible-values check, named by their own value names; a value
+// far from every candidate gets no tip (docs/routers.md#clap-errors).
+func TestVRBadPoolPolicyExits2WithClapText(t *testing.T) {
+	for _, c := range []struct{ flag, name, value, tip string }{
+		{"--prefill-policy", "PREFILL_POLICY", "prefix_hash", ""},
+		{"--decode-policy", "DECODE_POLICY", "roundrobin", "  tip: a similar value exists: 'round_robin'\n\n"},
+	} {
+		r := routertest.Start(t, Main, routertest.OperatorArgs(8000, c.flag, c.value), nil, routertest.NewPods())
+		if code := r.Wait(t, 5*time.Second); code != 2 {
+			t.Fatalf("%s %s: exit %d, want 2", c.flag, c.value, code)
+		}
+		want := "error: invalid value '" + c.value + "' for '" + c.flag + " <" + c.name + ">'\n" +
+			"  [possible values: random, round_robin, cache_aware, power_of_two, consistent_hash, rendezvous_hash]\n\n" +
+			c.tip + "For more information, try '--help'.\n"
+		if r.Stderr.String() != want {
+			t.Fatalf("%s %s: stderr %q\nwant %q", c.flag, c.value, r.Stderr.String(), want)
+		}
+	}
+}
+
 func TestVRTwiceGivenScalarExits2(t *testing.T) {
 	r := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--request-timeout-secs=5", "--request-timeout-secs=6"), nil, routertest.NewPods())
 	if code := r.Wait(t, 5*time.Second); code != 2 {
