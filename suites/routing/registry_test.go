@@ -177,16 +177,15 @@ func documentedClaims() []Claim {
 	return out
 }
 
-// simEnginePods counts the engine Pods the claims start on the sim, where
-// only the argv pairs run (llm-d-router is not simulated yet): two per
-// shared deployment, per bad --policy value and per thresholds case with
+// simEnginePods counts the engine Pods the claims start on the sim, every
+// pair included: two per shared deployment, per bad --policy value and per thresholds case with
 // router args of its own; one per bad threshold value; a prefill/decode
 // pair's replicas for each shared pair and each bad per-pool value.
 func simEnginePods(claims []Claim) (pods, deployments int) {
 	has := func(name string) bool {
 		return slices.ContainsFunc(claims, func(c Claim) bool { return c.Name == name })
 	}
-	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang} {
+	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang, fixtures.LLMDRouterVLLM, fixtures.LLMDRouterSGLang} {
 		gs, _ := plan(claims, p, false)
 		n := 0
 		for _, g := range gs {
@@ -198,11 +197,10 @@ func simEnginePods(claims []Claim) (pods, deployments int) {
 			}
 			n++
 		}
-		if has(ClaimBadPolicy) {
-			n += len(badValues(ClaimBadPolicy, p))
+		if exp, _ := fixtures.Lookup(ClaimBadPolicy, p); has(ClaimBadPolicy) && exp.BadPolicy != nil {
+			n += len(exp.BadPolicy.Values) // a pair without values skips, starting nothing
 		}
-		if has(ClaimPDBadPolicy) {
-			exp, _ := fixtures.Lookup(ClaimPDBadPolicy, p)
+		if exp, _ := fixtures.Lookup(ClaimPDBadPolicy, p); has(ClaimPDBadPolicy) && exp.PD != nil {
 			bad := len(badValues(ClaimPDBadPolicy, p))
 			pods += bad * int(exp.PD.Prefill+exp.PD.Decode)
 			deployments += bad
@@ -227,9 +225,9 @@ func simEnginePods(claims []Claim) (pods, deployments int) {
 	return pods, deployments
 }
 
-// On the sim only the argv pairs run (llm-d-router is not simulated): the
-// documented suite must start at most 18 engine Pods there, and each
-// shared deployment is named for its args. The extended claims share the
+// The documented suite starts 22 engine Pods on the sim (18 for the argv
+// pairs, 2 for each llm-d pair's default deployment), and each shared
+// deployment is named for its args. The extended claims share the
 // default deployment where they can (concurrency, routing text, the
 // thresholds' default case); every other policy or threshold setting is a
 // deployment of its own.
@@ -278,8 +276,8 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	if iso := read(Claims(), fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
 		t.Errorf("E2E_ISOLATE: %+v", iso)
 	}
-	if pods, deployments := simEnginePods(doc); pods > 18 {
-		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments), want at most 18", pods, deployments)
+	if pods, deployments := simEnginePods(doc); pods != 22 || deployments != 11 {
+		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments); the README says 22 (11)", pods, deployments)
 	}
 
 	all := Claims()
@@ -293,8 +291,8 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		t.Errorf("llm-d-router default deployment with the extended claims: %v", got)
 	}
 	// The README's figure: keep it in step when a claim adds a deployment.
-	if pods, deployments := simEnginePods(all); pods != 72 || deployments != 36 {
-		t.Errorf("documented plus extended claims on the sim start %d engine Pods (%d deployments); the README says 72 (36)", pods, deployments)
+	if pods, deployments := simEnginePods(all); pods != 80 || deployments != 40 {
+		t.Errorf("documented plus extended claims on the sim start %d engine Pods (%d deployments); the README says 80 (40)", pods, deployments)
 	}
 
 	if a, b := SharedDeployment(fixtures.VLLMRouterVLLM, nil).Name, SharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}).Name; a == b ||
@@ -306,9 +304,9 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 // The prefill/decode claims run on pairs, never on a server deployment with
 // the same router args; sglang-gateway's two traffic claims share one pair,
 // vllm-router's need two (one --policy for both pools, then a flag each).
-// On the sim they start 20 engine Pods: 12 for the three shared pairs of
-// 2+2, 8 for the four bad values' pairs of 1+1 (llm-d-router's pair is not
-// simulated).
+// On the sim they start 24 engine Pods: 12 for the argv routers' three
+// shared pairs of 2+2, 8 for the four bad values' pairs of 1+1, 4 for
+// pddecision's 1+1 pair per llm-d engine.
 func TestRegistryPlanPutsPDClaimsOnPairs(t *testing.T) {
 	shapes := func(p api.Pair) map[string][]string {
 		gs, _ := plan(Claims(), p, false)
@@ -345,8 +343,13 @@ func TestRegistryPlanPutsPDClaimsOnPairs(t *testing.T) {
 			pdClaims = append(pdClaims, c)
 		}
 	}
-	if pods, deployments := simEnginePods(pdClaims); pods != 20 || deployments != 7 {
-		t.Errorf("the P/D claims start %d engine Pods (%d deployments) on the sim, want 20 (7)", pods, deployments)
+	if pods, deployments := simEnginePods(pdClaims); pods != 24 || deployments != 9 {
+		t.Errorf("the P/D claims start %d engine Pods (%d deployments) on the sim, want 24 (9)", pods, deployments)
+	}
+	for _, p := range []api.Pair{fixtures.LLMDRouterVLLM, fixtures.LLMDRouterSGLang} {
+		if got := shapes(p)["pd 1+1 "]; !slices.Equal(got, []string{ClaimPDDecision}) {
+			t.Errorf("%s P/D pair: %v (all: %v)", p, got, shapes(p))
+		}
 	}
 	if d := sharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}, &fixtures.PD{Prefill: 2, Decode: 2}); d.Name != "pd-policy-round-robin-vllm-router-vllm" {
 		t.Errorf("P/D shared deployment name %q", d.Name)
