@@ -24,15 +24,21 @@ import (
 
 func chat(t *testing.T, base, content string) {
 	t.Helper()
-	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(
-		`{"model":"Qwen/Qwen2.5-0.5B-Instruct","max_tokens":4,"messages":[{"role":"user","content":"`+content+`"}]}`))
+	postOK(t, base+"/chat/completions",
+		`{"model":"Qwen/Qwen2.5-0.5B-Instruct","max_tokens":4,"messages":[{"role":"user","content":"`+content+`"}]}`)
+}
+
+// postOK posts a JSON body through llm-d-router and fails unless it answers 200.
+func postOK(t *testing.T, url, body string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		t.Fatalf("chat through llm-d-router: %d %s", resp.StatusCode, body)
+		t.Fatalf("POST %s through llm-d-router: %d %s", url, resp.StatusCode, b)
 	}
 }
 
@@ -380,16 +386,7 @@ func TestLLMDPrefillDecodeRunsThroughTheRoutingProxy(t *testing.T) {
 	}
 	post := func(prompt string) {
 		t.Helper()
-		resp, err := http.Post(base+"/completions", "application/json", strings.NewReader(
-			`{"model":"Qwen/Qwen2.5-0.5B-Instruct","max_tokens":4,"prompt":"`+prompt+`"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("completion through llm-d-router: %d %s", resp.StatusCode, body)
-		}
+		postOK(t, base+"/completions", `{"model":"Qwen/Qwen2.5-0.5B-Instruct","max_tokens":4,"prompt":"`+prompt+`"}`)
 	}
 	post("Hi")
 	post(strings.Repeat("a long prompt no engine has seen ", 12))
