@@ -415,3 +415,48 @@ func TestKVEventsConfigOnProducingVLLMRolesUnderLLMD(t *testing.T) {
 		}
 	}
 }
+
+// Only a prefill/decode pair gets the decider and the disagg handler, with
+// nonCachedTokens from disaggregationThresholdTokens, else 8
+// (docs/operator.md#llm-d-scoring-configuration).
+func TestRenderEPPConfigDisaggregationThreshold(t *testing.T) {
+	decider := func(md *api.ModelDeployment) (params map[string]any, handler bool) {
+		t.Helper()
+		doc, err := RenderEPPConfig(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Plugins []struct {
+				Type       string         `json:"type"`
+				Parameters map[string]any `json:"parameters"`
+			} `json:"plugins"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range cfg.Plugins {
+			switch p.Type {
+			case "prefix-based-pd-decider":
+				params = p.Parameters
+			case "disagg-profile-handler":
+				handler = true
+			}
+		}
+		return params, handler
+	}
+	for _, c := range []struct {
+		threshold *int32
+		want      float64
+	}{{nil, 8}, {api.Ptr[int32](16), 16}, {api.Ptr[int32](0), 0}} {
+		md := pdMD(api.RouterLLMD, api.EngineSGLang)
+		md.Spec.Router.DisaggregationThresholdTokens = c.threshold
+		p, handler := decider(md)
+		if p["nonCachedTokens"] != c.want || p["promptTokens"] != float64(0) || !handler {
+			t.Errorf("threshold %v: decider %v, handler %v; want nonCachedTokens %v", c.threshold, p, handler, c.want)
+		}
+	}
+	if p, handler := decider(newMD(api.RouterLLMD, api.EngineVLLM)); p != nil || handler {
+		t.Errorf("a server deployment renders decider %v, handler %v", p, handler)
+	}
+}
