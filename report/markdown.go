@@ -131,11 +131,14 @@ func mdCell(s string) string {
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "<br>")
 }
 
-// kindNote marks an extended claim's title: its expected column is derived
-// from the routers' algorithms, not documented.
+// kindNote marks an extended or resilience claim's title: its expected
+// column is derived, not documented.
 func kindNote(kind string) string {
-	if kind == fixtures.KindExtended {
+	switch kind {
+	case fixtures.KindExtended:
 		return " (extended: expected outcome derived from the routers' algorithms)"
+	case fixtures.KindResilience:
+		return " (resilience: a fault injected mid-traffic; bounds derived from the routers' and the cluster's behaviour)"
 	}
 	return ""
 }

@@ -109,8 +109,8 @@ type Statistics struct {
 type ClaimTable struct {
 	Name  string `json:"name"`
 	Title string `json:"title"`
-	// Kind is documented (the routing page) or extended (derived from the
-	// routers' algorithms).
+	// Kind is documented (the routing page), extended (derived from the
+	// routers' algorithms) or resilience (a fault and its derived bounds).
 	Kind   string     `json:"kind"`
 	Source string     `json:"source"`
 	Result string     `json:"result"`
@@ -362,6 +362,10 @@ func decodeKnown(e types.ReportEntry) (any, error) {
 		v = &RouterExit{}
 	case EntryDeploymentCost:
 		v = &DeploymentCost{}
+	case EntryDisruption:
+		v = &Disruption{}
+	case EntryRouterPods:
+		v = &RouterPods{}
 	case EntrySweep:
 		v = &Sweep{}
 	default:
@@ -406,6 +410,10 @@ func entryLine(e types.ReportEntry, v any, err error) string {
 			code = fmt.Sprint(*x.ExitCode)
 		}
 		return fmt.Sprintf("router with --policy %s: exit %s, restarts %d, ready %v, RouterReady %s", x.Value, code, x.Restarts, x.Ready, x.RouterReady)
+	case *Disruption:
+		return "disruption " + x.String()
+	case *RouterPods:
+		return "router Pods " + x.String()
 	case *DeploymentCost:
 		if x.Cost == nil {
 			return fmt.Sprintf("deployment %s: cost not counted: %s", x.Name, x.Error)

@@ -122,6 +122,10 @@ type Plan struct {
 	// CaptureHeaders are response headers recorded in addition to
 	// DefaultCaptureHeaders (case-insensitive).
 	CaptureHeaders []string `json:"capture_headers,omitempty"`
+	// NewConnectionPerRequest opens a connection for every request instead
+	// of keeping one alive per worker: behind a Service that spreads
+	// connections (several router Pods), each request draws a Pod.
+	NewConnectionPerRequest bool `json:"new_connection_per_request,omitempty"`
 }
 
 // PromptSet says how prompts are built. Every prefix starts with a seed

@@ -136,7 +136,7 @@ func pdTrafficSpec(spec, claim, text string, input func() Input) {
 		prefill, decode := pools(ctx, dep, pd)
 		routerBefore := routerMetrics(ctx, dep)
 		before := scrapeEngines(ctx, dep, poolOf("", prefill, decode))
-		rep := send(ctx, in.plan(ctx, dep, n))
+		rep := in.send(ctx, claim, in.plan(ctx, dep, n))
 		// Every request passes through both pools: each pool's engine
 		// counters account for all n of them.
 		preSplit := in.measureSplit(ctx, claim, dep, in.Pair, prefill, before, n)

@@ -95,7 +95,7 @@ func PDDecisionSpec(input func() PDSpecInput) {
 		long := in.plan(ctx, dep, d.Requests)
 		long.Endpoint, long.Mode = traffic.EndpointCompletions, traffic.ModeNonStream
 		long.Prompts = traffic.PromptSet{Kind: traffic.PromptsUnrelated, PrefixChars: d.LongChars}
-		send(ctx, long)
+		in.send(ctx, ClaimPDDecision, long)
 
 		// Only the split requests reach a prefill engine; every request
 		// reaches a decode engine.

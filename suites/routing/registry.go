@@ -26,14 +26,16 @@ import (
 )
 
 // Labels every claim's spec carries besides router:, engine:, policy: and
-// feature:: claim:documented or claim:extended (the claims entry's kind in
-// fixtures/expect.yaml), and the topology.
+// feature:: claim:documented, claim:extended or claim:resilience (the claims
+// entry's kind in fixtures/expect.yaml), and the topology.
 const (
 	LabelDocumented = "claim:documented"
 	// LabelExtended marks claims beyond the routing page, whose outcomes
-	// are derived from the routers' algorithms.
-	LabelExtended = "claim:extended"
-	LabelServer   = "topology:server"
+	// are derived from the routers' algorithms; LabelResilience the faults
+	// injected mid-traffic.
+	LabelExtended   = "claim:extended"
+	LabelResilience = "claim:resilience"
+	LabelServer     = "topology:server"
 	// LabelPD marks a claim run on prefill/decode pairs (its expect.yaml
 	// rows carry pd).
 	LabelPD = "topology:pd"
@@ -58,9 +60,15 @@ type Claim struct {
 	// PD is a claim run on prefill/decode pairs (topology:pd instead of
 	// topology:server); the pair's shape is each row's pd.
 	PD bool
-	// Labels are the claim's labels besides claim:documented (or
-	// claim:extended), topology:server (or topology:pd) and feature:<name>.
+	// Labels are the claim's labels besides claim:<kind> (its claims
+	// entry's kind in expect.yaml), topology:server (or topology:pd) and
+	// feature:<name>.
 	Labels []string
+	// Mutates: the claim's specs change the deployment they share (an
+	// edit, a fault) and leave it whole again. They run after every claim
+	// of their deployment that does not, so no earlier outcome can see
+	// them (plan).
+	Mutates bool
 	// PolicyLabel adds policy:<the --policy of the claim's routerArgs, else
 	// the router's default> to each pair's container.
 	PolicyLabel bool
@@ -200,12 +208,17 @@ func isolated() (bool, error) {
 // specs run against the same deployment share it inside an Ordered,
 // ContinueOnFailure container, in registry order; the first spec that needs
 // it creates it (after its own skips), DeferCleanup from BeforeAll deletes
-// it after the last, and each spec's failure is its own. With the
-// documented claims that gives, per pair:
+// it after the last, and each spec's failure is its own. That gives, per
+// pair:
 //
-//	router defaults:           defaults, affinity, metrics (sglang-gateway, llm-d-router)
+//	router defaults:           defaults, affinity, metrics (sglang-gateway, llm-d-router),
+//	                           concurrency, routingtext, thresholds (its defaults case),
+//	                           then the claims that mutate it: switch, routerreplicas,
+//	                           deleterouter, killengine, metricshang, routerhang,
+//	                           engineerrors
 //	--policy round_robin:      roundrobin, admission (its "admitted" check), metrics (vllm-router)
-//	a deployment each:         badpolicy (one per bad value, deleted once the crash is confirmed)
+//	a deployment each:         badpolicy (one per bad value, deleted once the crash is confirmed),
+//	                           every other --policy, threshold setting and bad threshold value
 //	none:                      admission's refusals, which create nothing
 //
 // Why the shared history cannot change an outcome: defaults and roundrobin
@@ -227,6 +240,16 @@ func isolated() (bool, error) {
 // whichever replica its warm-up took). A claim
 // added later must be as indifferent to history, or have its Deployment
 // return false.
+//
+// The claims that edit or fault the deployment (Mutates) run after every
+// claim of it that does not, so none of those sees an edit, a replaced Pod
+// or an open circuit. Each puts the deployment back as created and whole
+// before it ends (restoreAfter; engineerrors replaces the router Pod so its
+// open circuit is gone), measures its own traffic only, and judges a split
+// over a batch sent after its own edit, on a router Pod that started empty:
+// so their order among themselves cannot change an outcome either. Sharing
+// saves a deployment per pair on a GPU cluster; only killengine starts an
+// engine Pod more (the replacement, one model load).
 //
 // E2E_ISOLATE=1 gives every spec its own deployment again (named
 // <claim>-<pair>, as before sharing), without Ordered containers.
@@ -272,6 +295,19 @@ func plan(claims []Claim, p api.Pair, isolate bool) (groups []*group, alone []Cl
 			i = len(groups) - 1
 		}
 		groups[i].claims = append(groups[i].claims, c)
+	}
+	for _, g := range groups {
+		// Claims that mutate the deployment go last, in registry order: the
+		// ones that need its pristine history run before any edit or fault.
+		slices.SortStableFunc(g.claims, func(a, b Claim) int {
+			switch {
+			case a.Mutates == b.Mutates:
+				return 0
+			case b.Mutates:
+				return -1
+			}
+			return 1
+		})
 	}
 	return groups, alone
 }
@@ -325,13 +361,8 @@ func sharedText(args []string, pd *fixtures.PD) string {
 	return fmt.Sprintf("%s with router args %s", what, strings.Join(args, " "))
 }
 
-// kindLabel is claim:extended for an extended claim, else claim:documented.
-func kindLabel(claim string) string {
-	if fixtures.ClaimKind(claim) == fixtures.KindExtended {
-		return LabelExtended
-	}
-	return LabelDocumented
-}
+// kindLabel is claim:<kind> for the claim's kind in expect.yaml.
+func kindLabel(claim string) string { return "claim:" + fixtures.ClaimKind(claim) }
 
 func describeClaim(c Claim, p api.Pair, input func() Input) {
 	topology := LabelServer

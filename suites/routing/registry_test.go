@@ -97,7 +97,7 @@ func TestRegistryNamesAreTheIntervalKeysOfE2EYAML(t *testing.T) {
 	}
 	noEnv := func(string) (string, bool) { return "", false }
 	_, err := config.Parse("e2e.yaml", []byte("intervals:\n  affinty/wait-ready: [1m, 1s]\n"), t.TempDir(), noEnv, ClaimNames()...)
-	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, admission, affinity, badpolicy, `
+	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, ` + strings.Join(slices.Sorted(slices.Values(ClaimNames())), ", ") + ` (line 2)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v\nwant %q", err, want)
 	}
@@ -166,26 +166,38 @@ func TestRegistryREADMEClaimTableListsEveryClaim(t *testing.T) {
 	}
 }
 
-// documentedClaims are the registered claims of kind documented.
-func documentedClaims() []Claim {
+// claimsOfKind are the registered claims of the given kinds.
+func claimsOfKind(kinds ...string) []Claim {
 	var out []Claim
 	for _, c := range Claims() {
-		if fixtures.ClaimKind(c.Name) == fixtures.KindDocumented {
+		if slices.Contains(kinds, fixtures.ClaimKind(c.Name)) {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// simEnginePods counts the engine Pods the claims start on the sim, every
-// pair included: two per shared deployment, per bad --policy value and per thresholds case with
-// router args of its own; one per bad threshold value; a prefill/decode
-// pair's replicas for each shared pair and each bad per-pool value.
+// documentedClaims are the registered claims of kind documented.
+func documentedClaims() []Claim { return claimsOfKind(fixtures.KindDocumented) }
+
+// simEnginePods counts the engine Pods the claims start on the sim, where
+// every documented pair runs: two per shared deployment, per bad --policy
+// value and per thresholds case with router args of its own; one per bad
+// threshold value; killengine's replacement of the Pod it kills; and a
+// prefill/decode pair's replicas for each shared pair and each bad per-pool
+// value.
 func simEnginePods(claims []Claim) (pods, deployments int) {
 	has := func(name string) bool {
 		return slices.ContainsFunc(claims, func(c Claim) bool { return c.Name == name })
 	}
-	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang, fixtures.LLMDRouterVLLM, fixtures.LLMDRouterSGLang} {
+	row := func(claim string, p api.Pair) fixtures.Expectation {
+		exp, _ := fixtures.Lookup(claim, p)
+		if exp.NotApplicable != "" {
+			return fixtures.Expectation{}
+		}
+		return exp
+	}
+	for _, p := range fixtures.DocumentedPairs {
 		gs, _ := plan(claims, p, false)
 		n := 0
 		for _, g := range gs {
@@ -197,17 +209,16 @@ func simEnginePods(claims []Claim) (pods, deployments int) {
 			}
 			n++
 		}
-		if exp, _ := fixtures.Lookup(ClaimBadPolicy, p); has(ClaimBadPolicy) && exp.BadPolicy != nil {
-			n += len(exp.BadPolicy.Values) // a pair without values skips, starting nothing
+		if b := row(ClaimBadPolicy, p).BadPolicy; has(ClaimBadPolicy) && b != nil {
+			n += len(b.Values)
 		}
-		if exp, _ := fixtures.Lookup(ClaimPDBadPolicy, p); has(ClaimPDBadPolicy) && exp.PD != nil {
-			bad := len(badValues(ClaimPDBadPolicy, p))
-			pods += bad * int(exp.PD.Prefill+exp.PD.Decode)
+		if r := row(ClaimPDBadPolicy, p); has(ClaimPDBadPolicy) && r.PD != nil && r.BadPolicy != nil {
+			bad := len(r.BadPolicy.Values)
+			pods += bad * int(r.PD.Prefill+r.PD.Decode)
 			deployments += bad
 		}
 		if has(ClaimThresholds) {
-			exp, _ := fixtures.Lookup(ClaimThresholds, p)
-			for _, h := range exp.Thresholds {
+			for _, h := range row(ClaimThresholds, p).Thresholds {
 				if len(h.RouterArgs) > 0 {
 					n++
 				}
@@ -216,21 +227,25 @@ func simEnginePods(claims []Claim) (pods, deployments int) {
 		pods += 2 * n
 		deployments += n
 		if has(ClaimBadThreshold) {
-			exp, _ := fixtures.Lookup(ClaimBadThreshold, p)
-			bad := len(badThresholdArgs(exp))
+			bad := len(badThresholdArgs(row(ClaimBadThreshold, p)))
 			pods += badThresholdReplicas * bad
 			deployments += bad
+		}
+		if has(ClaimKillEngine) && row(ClaimKillEngine, p).Fault != nil {
+			pods++ // the replacement of the killed Pod
 		}
 	}
 	return pods, deployments
 }
 
-// The documented suite starts 22 engine Pods on the sim (18 for the argv
-// pairs, 2 for each llm-d pair's default deployment), and each shared
-// deployment is named for its args. The extended claims share the
+// The documented suite must start at most 22 engine Pods on the sim (18
+// for the argv pairs, one default deployment per llm-d pair), and each
+// shared deployment is named for its args. The extended claims share the
 // default deployment where they can (concurrency, routing text, the
 // thresholds' default case); every other policy or threshold setting is a
-// deployment of its own.
+// deployment of its own. The claims that edit or fault a deployment share
+// the default one and run after every claim that needs its pristine
+// history.
 func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	type shape struct {
 		groups map[string][]string // args -> claims
@@ -276,28 +291,77 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	if iso := read(Claims(), fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
 		t.Errorf("E2E_ISOLATE: %+v", iso)
 	}
-	if pods, deployments := simEnginePods(doc); pods != 22 || deployments != 11 {
-		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments); the README says 22 (11)", pods, deployments)
+	if pods, deployments := simEnginePods(doc); pods > 22 {
+		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments), want at most 22", pods, deployments)
 	}
 
+	// Every claim: the mutating ones run last on the default deployment,
+	// after the documented and extended claims that read its pristine
+	// history, in registry order among themselves.
 	all := Claims()
-	if got := read(all, fixtures.VLLMRouterVLLM, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "concurrency", "routingtext", "thresholds"}) {
-		t.Errorf("vllm-router default deployment with the extended claims: %v", got)
+	mutating := []string{"switch", "routerreplicas", "deleterouter", "killengine", "metricshang", "routerhang", "engineerrors"}
+	llmdMutating := slices.DeleteFunc(slices.Clone(mutating), func(c string) bool { return c == "engineerrors" })
+	if got := read(all, fixtures.VLLMRouterVLLM, false).groups[""]; !slices.Equal(got,
+		append([]string{"defaults", "affinity", "concurrency", "routingtext", "thresholds"}, mutating...)) {
+		t.Errorf("vllm-router default deployment with every claim: %v", got)
 	}
-	if got := read(all, fixtures.SGLangGatewaySGLang, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics", "concurrency", "routingtext", "thresholds"}) {
-		t.Errorf("sglang-gateway default deployment with the extended claims: %v", got)
+	if got := read(all, fixtures.SGLangGatewaySGLang, false).groups[""]; !slices.Equal(got,
+		append([]string{"defaults", "affinity", "metrics", "concurrency", "routingtext", "thresholds"}, mutating...)) {
+		t.Errorf("sglang-gateway default deployment with every claim: %v", got)
 	}
-	if got := read(all, fixtures.LLMDRouterSGLang, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics", "concurrency"}) {
-		t.Errorf("llm-d-router default deployment with the extended claims: %v", got)
+	for _, p := range []api.Pair{fixtures.LLMDRouterVLLM, fixtures.LLMDRouterSGLang} {
+		got := read(all, p, false)
+		if !slices.Equal(got.groups[""], append([]string{"defaults", "affinity", "metrics", "concurrency"}, llmdMutating...)) ||
+			!slices.Contains(got.alone, "engineerrors") {
+			t.Errorf("%s default deployment with every claim: %+v", p, got)
+		}
 	}
-	// The README's figure: keep it in step when a claim adds a deployment.
-	if pods, deployments := simEnginePods(all); pods != 80 || deployments != 40 {
-		t.Errorf("documented plus extended claims on the sim start %d engine Pods (%d deployments); the README says 80 (40)", pods, deployments)
+	// The README's figures: keep them in step when a claim adds a
+	// deployment or an engine Pod.
+	for _, c := range []struct {
+		what              string
+		claims            []Claim
+		pods, deployments int
+	}{
+		{"documented", doc, 22, 11},
+		{"documented plus extended", claimsOfKind(fixtures.KindDocumented, fixtures.KindExtended), 80, 40},
+		{"every claim", all, 84, 40},
+	} {
+		if pods, deployments := simEnginePods(c.claims); pods != c.pods || deployments != c.deployments {
+			t.Errorf("%s claims on the sim start %d engine Pods (%d deployments); the README says %d (%d)", c.what, pods, deployments, c.pods, c.deployments)
+		}
 	}
 
 	if a, b := SharedDeployment(fixtures.VLLMRouterVLLM, nil).Name, SharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}).Name; a == b ||
 		a != "shared-vllm-router-vllm" || b != "policy-round-robin-vllm-router-vllm" {
 		t.Errorf("shared deployment names %q, %q", a, b)
+	}
+}
+
+// A claim that mutates its deployment runs after every claim of that
+// deployment that does not, whatever the registry order.
+func TestRegistryPlanRunsMutatingClaimsLast(t *testing.T) {
+	byName := map[string]Claim{}
+	for _, c := range Claims() {
+		byName[c.Name] = c
+	}
+	fault := byName[ClaimKillEngine]
+	claims := []Claim{byName[ClaimDefaults], fault, byName[ClaimAffinity]}
+	groups, _ := plan(claims, fixtures.VLLMRouterVLLM, false)
+	if len(groups) != 1 {
+		t.Fatalf("groups %d", len(groups))
+	}
+	var got []string
+	for _, c := range groups[0].claims {
+		got = append(got, c.Name)
+	}
+	if !slices.Equal(got, []string{ClaimDefaults, ClaimAffinity, ClaimKillEngine}) {
+		t.Errorf("order %v: a fault before affinity would change the split affinity measures", got)
+	}
+	for _, c := range Claims() {
+		if (fixtures.ClaimKind(c.Name) == fixtures.KindResilience || c.Name == ClaimSwitch || c.Name == ClaimRouterReplicas) && !c.Mutates {
+			t.Errorf("claim %s edits or faults its deployment but is not marked Mutates", c.Name)
+		}
 	}
 }
 

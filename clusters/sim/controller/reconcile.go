@@ -85,6 +85,7 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 			}
 		}
 	}
+	c.routerService(md)
 	c.reconcileRouter(md, routers)
 
 	engines, routers = c.ownedPods(name, ns)
@@ -210,10 +211,16 @@ func (c *Controller) deletePod(p kubelet.PodStatus, why string) {
 	}
 }
 
-// reconcileRouter is the <md>-router Deployment: a rolling update with the
-// apps/v1 defaults (maxSurge 25% rounded up, maxUnavailable 25% rounded
-// down), so a one-replica router gets its new Pod first and loses the old
-// one once the new one is ready.
+// reconcileRouter is the <md>-router Deployment. The operator renders it
+// with no strategy (gpustack/gpustack-operator@36d990eb:pkg/worker/controllers/worker/model_deployment_router.go),
+// so the API server defaults it to RollingUpdate with maxSurge and
+// maxUnavailable 25% (kubernetes/kubernetes@a79f3c78:pkg/apis/apps/v1/defaults.go,
+// SetDefaults_Deployment), which the Deployment controller resolves with
+// surge rounded up and unavailable rounded down, unavailable 1 if both come
+// to 0 (ResolveFenceposts in pkg/controller/deployment/util). A one-replica
+// router therefore gets its new Pod first and loses the old one only once
+// the new one is Ready (minReadySeconds 0): the router Service always has a
+// Ready endpoint during an edit of extraArgs.
 func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.PodStatus) {
 	if md.Spec.Router == nil {
 		c.storeConfigMap("", nil)
@@ -232,7 +239,7 @@ func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.Pod
 	surge := int(math.Ceil(float64(desired) * 0.25))
 	unavailable := int(math.Floor(float64(desired) * 0.25))
 	if surge == 0 && unavailable == 0 {
-		surge = 1
+		unavailable = 1
 	}
 	var current, old []kubelet.PodStatus
 	readyCurrent, readyOld := 0, 0

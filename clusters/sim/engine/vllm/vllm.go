@@ -164,7 +164,7 @@ func run(ctx context.Context, c *proc.Container, deps Deps) int {
 			a.logStats(lg, stop)
 		}
 	}()
-	err = server.Run(ctx, ln, a)
+	err = server.Run(ctx, ln, c.Faults.Handler(cfg.port, a))
 	close(stop)
 	<-statsDone
 	uv.info("Shutting down")

@@ -195,7 +195,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	// --shutdown-grace-period-secs bounds the drain; the kubelet's 30 s
 	// grace period bounds it too.
 	grace := min(cli.Secs(cfg.Flags.Uint("shutdown-grace-period-secs")), 30*time.Second)
-	return routerbase.Serve(ctx, ln, rt.handler(), grace, log, siteTerminate, errw)
+	return routerbase.Serve(ctx, ln, c.Faults.Handler(int(cfg.Port), rt.handler()), grace, log, siteTerminate, errw)
 }
 
 // register is the local worker registration workflow: detect the connection

@@ -151,7 +151,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		return 1
 	}
 	log.Info(siteStartServer, "Starting server on %s", addr)
-	return routerbase.Serve(ctx, ln, rt.handler(), 30*time.Second, log, siteTerminate, errw)
+	return routerbase.Serve(ctx, ln, c.Faults.Handler(int(cfg.Port), rt.handler()), 30*time.Second, log, siteTerminate, errw)
 }
 
 // waitStatic is Router::new's wait_for_healthy_workers for --worker-urls:
