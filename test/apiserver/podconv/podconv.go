@@ -188,11 +188,15 @@ func FromPod(p *corev1.Pod, reg programs.Registry) kubelet.PodSpec {
 }
 
 // entrypoint is what an image runs for a container without a command: the
-// proxy image the operator renders llm-d's envoy container with
-// (docs/operator.md#versions-and-images) runs envoy.
+// images the operator renders such containers with
+// (docs/operator.md#versions-and-images), llm-d's envoy in the router Pod
+// and its routing proxy beside a decoder.
 func entrypoint(image string) []string {
-	if image == operator.DefaultRouterProxyImage {
+	switch image {
+	case operator.DefaultRouterProxyImage:
 		return operator.ProgramEnvoy
+	case operator.DefaultRoutingSidecarImage:
+		return operator.ProgramRoutingProxy
 	}
 	return nil
 }

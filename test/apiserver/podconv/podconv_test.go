@@ -63,3 +63,16 @@ func TestRouterPodWithConfigMapRoundTrips(t *testing.T) {
 		t.Errorf("envoy readiness probe %+v", p)
 	}
 }
+
+// A decoder's routing proxy, like envoy, renders no command: its image's
+// entrypoint runs.
+func TestEntrypointOfCommandlessImages(t *testing.T) {
+	for _, image := range []string{operator.DefaultRouterProxyImage, operator.DefaultRoutingSidecarImage} {
+		spec := kubelet.PodSpec{Name: "p", Namespace: "ns", Containers: []kubelet.ContainerSpec{
+			{Name: "c", Image: image, Command: []string{"--port", "8000"}, Args: []string{"--port", "8000"}, Env: map[string]string{}}}}
+		back := FromPod(ToPod(spec), programs.Default())
+		if m := back.Containers[0].Main; m == nil || reflect.ValueOf(m).Pointer() == reflect.ValueOf(programs.NotFound(nil)).Pointer() {
+			t.Errorf("%s: no program for its entrypoint", image)
+		}
+	}
+}
