@@ -73,6 +73,22 @@ func startLoad(ctx context.Context, base string, stop <-chan struct{}) *load {
 	return l
 }
 
+// perRouterPod sums counter in each router Pod's scrape, by Pod name.
+func perRouterPod(ctx context.Context, t *testing.T, d clusters.Deployment, counter string) map[string]float64 {
+	t.Helper()
+	snap, err := d.RouterMetrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]float64{}
+	for _, s := range snap.Samples {
+		if s.Name == counter {
+			per[s.Labels[metrics.SourceLabel]] += s.Value
+		}
+	}
+	return per
+}
+
 func uids(t *testing.T, d clusters.Deployment) (router []string, engines []string) {
 	t.Helper()
 	ps, err := d.RouterState(context.Background())
@@ -151,19 +167,7 @@ func TestInClusterRouterServiceNameFollowsAReplacedRouterPod(t *testing.T) {
 		return remote, code, err
 	}
 	// servedBy is the fake router's proxied requests per router Pod.
-	servedBy := func() map[string]float64 {
-		snap, err := d.RouterMetrics(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		per := map[string]float64{}
-		for _, s := range snap.Samples {
-			if s.Name == "fake_router_requests_total" {
-				per[s.Labels[metrics.SourceLabel]] += s.Value
-			}
-		}
-		return per
-	}
+	servedBy := func() map[string]float64 { return perRouterPod(ctx, t, d, "fake_router_requests_total") }
 
 	before, _ := d.RouterState(ctx)
 	if len(before) != 1 || !before[0].Ready {
@@ -268,16 +272,7 @@ func TestTwoRouterReplicasShareTheServiceConnections(t *testing.T) {
 			t.Fatalf("%d %v", code, err)
 		}
 	}
-	snap, err := d.RouterMetrics(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	per := map[string]float64{}
-	for _, s := range snap.Samples {
-		if s.Name == "smg_router_requests_total" {
-			per[s.Labels[metrics.SourceLabel]] += s.Value
-		}
-	}
+	per := perRouterPod(ctx, t, d, "smg_router_requests_total")
 	// Binomial(80, 1/2): sd 4.5; 20 either side is over 4 sd.
 	if len(per) != 2 || per[ps[0].Name]+per[ps[1].Name] != n || per[ps[0].Name] < 20 || per[ps[1].Name] < 20 {
 		t.Fatalf("requests per router Pod %v, want both near %d of %d", per, n/2, n)
