@@ -36,6 +36,9 @@ const (
 	LabelExtended   = "claim:extended"
 	LabelResilience = "claim:resilience"
 	LabelServer     = "topology:server"
+	// LabelPD marks a claim run on prefill/decode pairs (its expect.yaml
+	// rows carry pd).
+	LabelPD = "topology:pd"
 	// LabelNeedsGPU marks specs that run engines: on a real cluster they
 	// need accelerators; `--label-filter='!needs:gpu'` runs the rest.
 	LabelNeedsGPU = "needs:gpu"
@@ -54,8 +57,12 @@ type Claim struct {
 	Name string
 	// Title is the text of the claim's container in the spec tree.
 	Title string
+	// PD is a claim run on prefill/decode pairs (topology:pd instead of
+	// topology:server); the pair's shape is each row's pd.
+	PD bool
 	// Labels are the claim's labels besides claim:<kind> (its claims
-	// entry's kind in expect.yaml), topology:server and feature:<name>.
+	// entry's kind in expect.yaml), topology:server (or topology:pd) and
+	// feature:<name>.
 	Labels []string
 	// Mutates: the claim's specs change the deployment they share (an
 	// edit, a fault) and leave it whole again. They run after every claim
@@ -258,22 +265,33 @@ func DescribeClaims(target func() Target) bool {
 
 // group is the claims of a pair that share one deployment.
 type group struct {
-	args   []string
+	args []string
+	// pd is the prefill/decode shape, nil for servers.
+	pd     *fixtures.PD
 	claims []Claim
+}
+
+// sameShape reports whether two deployments have the same roles: both
+// servers, or prefill/decode pairs of the same replicas.
+func sameShape(a, b *fixtures.PD) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Prefill == b.Prefill && a.Decode == b.Decode
 }
 
 // plan sorts a pair's claims into the groups that share a deployment (in
 // order of first use) and those that run alone.
 func plan(claims []Claim, p api.Pair, isolate bool) (groups []*group, alone []Claim) {
 	for _, c := range claims {
-		args, shared := sharedArgs(c, p)
+		args, pd, shared := sharedArgs(c, p)
 		if isolate || !shared {
 			alone = append(alone, c)
 			continue
 		}
-		i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.args, args) })
+		i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.args, args) && sameShape(g.pd, pd) })
 		if i < 0 {
-			groups = append(groups, &group{args: args})
+			groups = append(groups, &group{args: args, pd: pd})
 			i = len(groups) - 1
 		}
 		groups[i].claims = append(groups[i].claims, c)
@@ -300,8 +318,8 @@ func describePair(claims []Claim, p api.Pair, target func() Target, isolate bool
 		describeClaim(c, p, func() Input { return Input{Target: target(), Pair: p} })
 	}
 	for _, g := range groups {
-		d := SharedDeployment(p, g.args)
-		Describe(sharedText(g.args), Ordered, ContinueOnFailure, func() {
+		d := sharedDeployment(p, g.args, g.pd)
+		Describe(sharedText(g.args, g.pd), Ordered, ContinueOnFailure, func() {
 			BeforeAll(func() {
 				t := target()
 				// Runs after the container's last spec, failed or not.
@@ -314,34 +332,44 @@ func describePair(claims []Claim, p api.Pair, target func() Target, isolate bool
 	}
 }
 
-// sharedArgs is the router args of the deployment claim c's specs share for
-// p, or false when they do not share one.
-func sharedArgs(c Claim, p api.Pair) ([]string, bool) {
+// sharedArgs is the router args and prefill/decode shape of the
+// deployment claim c's specs share for p, or false when they do not share
+// one.
+func sharedArgs(c Claim, p api.Pair) ([]string, *fixtures.PD, bool) {
 	if c.Deployment == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	exp, err := fixtures.Lookup(c.Name, p)
 	if err != nil || exp.NotApplicable != "" {
-		return nil, false // the spec skips or fails on its own
+		return nil, nil, false // the spec skips or fails on its own
 	}
-	return c.Deployment(exp)
+	args, shared := c.Deployment(exp)
+	return args, exp.PD, shared
 }
 
 // sharedTextPrefix starts the text of every shared deployment's container.
 const sharedTextPrefix = "on one deployment"
 
-func sharedText(args []string) string {
-	if len(args) == 0 {
-		return sharedTextPrefix + " with the router's defaults"
+func sharedText(args []string, pd *fixtures.PD) string {
+	what := sharedTextPrefix
+	if pd != nil {
+		what = fmt.Sprintf("%s of %d prefill and %d decode replicas", what, pd.Prefill, pd.Decode)
 	}
-	return fmt.Sprintf("%s with router args %s", sharedTextPrefix, strings.Join(args, " "))
+	if len(args) == 0 {
+		return what + " with the router's defaults"
+	}
+	return fmt.Sprintf("%s with router args %s", what, strings.Join(args, " "))
 }
 
 // kindLabel is claim:<kind> for the claim's kind in expect.yaml.
 func kindLabel(claim string) string { return "claim:" + fixtures.ClaimKind(claim) }
 
 func describeClaim(c Claim, p api.Pair, input func() Input) {
-	labels := append(Labels{kindLabel(c.Name), fixtures.FeatureLabel(c.Name), LabelServer}, c.Labels...)
+	topology := LabelServer
+	if c.PD {
+		topology = LabelPD
+	}
+	labels := append(Labels{kindLabel(c.Name), fixtures.FeatureLabel(c.Name), topology}, c.Labels...)
 	if c.PolicyLabel {
 		labels = append(labels, policyLabel(c.Name, p))
 	}

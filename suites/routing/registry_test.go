@@ -4,6 +4,7 @@ package routing
 // Ginkgo suite (make unit runs every test here but TestRouting).
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -182,7 +183,9 @@ func documentedClaims() []Claim { return claimsOfKind(fixtures.KindDocumented) }
 // simEnginePods counts the engine Pods the claims start on the sim, where
 // every documented pair runs: two per shared deployment, per bad --policy
 // value and per thresholds case with router args of its own; one per bad
-// threshold value; and killengine's replacement of the Pod it kills.
+// threshold value; killengine's replacement of the Pod it kills; and a
+// prefill/decode pair's replicas for each shared pair and each bad per-pool
+// value.
 func simEnginePods(claims []Claim) (pods, deployments int) {
 	has := func(name string) bool {
 		return slices.ContainsFunc(claims, func(c Claim) bool { return c.Name == name })
@@ -196,9 +199,23 @@ func simEnginePods(claims []Claim) (pods, deployments int) {
 	}
 	for _, p := range fixtures.DocumentedPairs {
 		gs, _ := plan(claims, p, false)
-		n := len(gs)
+		n := 0
+		for _, g := range gs {
+			if g.pd != nil {
+				// A prefill/decode pair: its own replica counts.
+				pods += int(g.pd.Prefill + g.pd.Decode)
+				deployments++
+				continue
+			}
+			n++
+		}
 		if b := row(ClaimBadPolicy, p).BadPolicy; has(ClaimBadPolicy) && b != nil {
 			n += len(b.Values)
+		}
+		if r := row(ClaimPDBadPolicy, p); has(ClaimPDBadPolicy) && r.PD != nil && r.BadPolicy != nil {
+			bad := len(r.BadPolicy.Values)
+			pods += bad * int(r.PD.Prefill+r.PD.Decode)
+			deployments += bad
 		}
 		if has(ClaimThresholds) {
 			for _, h := range row(ClaimThresholds, p).Thresholds {
@@ -238,8 +255,12 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		gs, alone := plan(claims, p, isolate)
 		s := shape{groups: map[string][]string{}}
 		for _, g := range gs {
+			key := strings.Join(g.args, " ")
+			if g.pd != nil {
+				key = "pd " + key // a prefill/decode pair, never a server deployment
+			}
 			for _, c := range g.claims {
-				s.groups[strings.Join(g.args, " ")] = append(s.groups[strings.Join(g.args, " ")], c.Name)
+				s.groups[key] = append(s.groups[key], c.Name)
 			}
 		}
 		for _, c := range alone {
@@ -303,8 +324,8 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		pods, deployments int
 	}{
 		{"documented", doc, 22, 11},
-		{"documented plus extended", claimsOfKind(fixtures.KindDocumented, fixtures.KindExtended), 56, 31},
-		{"every claim", all, 60, 31},
+		{"documented plus extended", claimsOfKind(fixtures.KindDocumented, fixtures.KindExtended), 80, 40},
+		{"every claim", all, 84, 40},
 	} {
 		if pods, deployments := simEnginePods(c.claims); pods != c.pods || deployments != c.deployments {
 			t.Errorf("%s claims on the sim start %d engine Pods (%d deployments); the README says %d (%d)", c.what, pods, deployments, c.pods, c.deployments)
@@ -340,6 +361,70 @@ func TestRegistryPlanRunsMutatingClaimsLast(t *testing.T) {
 	for _, c := range Claims() {
 		if (fixtures.ClaimKind(c.Name) == fixtures.KindResilience || c.Name == ClaimSwitch || c.Name == ClaimRouterReplicas) && !c.Mutates {
 			t.Errorf("claim %s edits or faults its deployment but is not marked Mutates", c.Name)
+		}
+	}
+}
+
+// The prefill/decode claims run on pairs, never on a server deployment with
+// the same router args; sglang-gateway's two traffic claims share one pair,
+// vllm-router's need two (one --policy for both pools, then a flag each).
+// On the sim they start 24 engine Pods: 12 for the argv routers' three
+// shared pairs of 2+2, 8 for the four bad values' pairs of 1+1, 4 for
+// pddecision's 1+1 pair per llm-d engine.
+func TestRegistryPlanPutsPDClaimsOnPairs(t *testing.T) {
+	shapes := func(p api.Pair) map[string][]string {
+		gs, _ := plan(Claims(), p, false)
+		out := map[string][]string{}
+		for _, g := range gs {
+			key := strings.Join(g.args, " ")
+			if g.pd != nil {
+				key = fmt.Sprintf("pd %d+%d %s", g.pd.Prefill, g.pd.Decode, key)
+			}
+			for _, c := range g.claims {
+				out[key] = append(out[key], c.Name)
+			}
+		}
+		return out
+	}
+	vr := shapes(fixtures.VLLMRouterVLLM)
+	if got := vr["pd 2+2 --policy round_robin"]; !slices.Equal(got, []string{ClaimPDPools}) {
+		t.Errorf("vllm-router P/D round-robin pair: %v (all: %v)", got, vr)
+	}
+	if got := vr["pd 2+2 --prefill-policy round_robin --decode-policy cache_aware"]; !slices.Equal(got, []string{ClaimPDPolicies}) {
+		t.Errorf("vllm-router P/D per-pool pair: %v", got)
+	}
+	if slices.Contains(vr["--policy round_robin"], ClaimPDPools) {
+		t.Errorf("a P/D claim shares the server deployment: %v", vr["--policy round_robin"])
+	}
+	sg := shapes(fixtures.SGLangGatewaySGLang)
+	if got := sg["pd 2+2 --policy round_robin --prefill-policy cache_aware --decode-policy cache_aware"]; !slices.Equal(got, []string{ClaimPDPools, ClaimPDPolicies}) {
+		t.Errorf("sglang-gateway P/D pair: %v (all: %v)", got, sg)
+	}
+
+	var pdClaims []Claim
+	for _, c := range Claims() {
+		if c.PD {
+			pdClaims = append(pdClaims, c)
+		}
+	}
+	if pods, deployments := simEnginePods(pdClaims); pods != 24 || deployments != 9 {
+		t.Errorf("the P/D claims start %d engine Pods (%d deployments) on the sim, want 24 (9)", pods, deployments)
+	}
+	for _, p := range []api.Pair{fixtures.LLMDRouterVLLM, fixtures.LLMDRouterSGLang} {
+		if got := shapes(p)["pd 1+1 "]; !slices.Equal(got, []string{ClaimPDDecision}) {
+			t.Errorf("%s P/D pair: %v (all: %v)", p, got, shapes(p))
+		}
+	}
+	if d := sharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}, &fixtures.PD{Prefill: 2, Decode: 2}); d.Name != "pd-policy-round-robin-vllm-router-vllm" {
+		t.Errorf("P/D shared deployment name %q", d.Name)
+	}
+}
+
+func TestRegistryLabelsExtendedPDClaims(t *testing.T) {
+	for _, c := range Claims() {
+		extended := fixtures.ClaimKind(c.Name) == fixtures.KindExtended
+		if strings.HasPrefix(c.Name, "pd") != (extended && c.PD) {
+			t.Errorf("claim %s: extended %v, PD %v", c.Name, extended, c.PD)
 		}
 	}
 }

@@ -168,7 +168,7 @@ func (c *Controller) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 	}
 	if !w.Unmanaged {
 		probe := func(period time.Duration, threshold int) *kubelet.Probe {
-			return &kubelet.Probe{HTTPPath: "/health", HTTPPort: int(w.Port), Period: period, FailureThreshold: threshold}
+			return &kubelet.Probe{HTTPPath: w.ProbePath, HTTPPort: int(w.ProbePort), Period: period, FailureThreshold: threshold}
 		}
 		// Startup is polled at the full rate so a replica is Ready soon after it
 		// answers; the steady-state probes run 4x slower, because each GET is an
@@ -182,6 +182,11 @@ func (c *Controller) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 		Name: kubelet.GenerateName(w.GenerateName), Namespace: md.Metadata.Namespace,
 		Labels: w.Labels, Annotations: w.Annotations, Containers: []kubelet.ContainerSpec{ctr},
 		PreStopDelay: c.cfg.PreStopDelay,
+	}
+	if w.Sidecar != nil {
+		// The routing proxy starts first, as a native sidecar does; the
+		// engine's probes read through it.
+		spec.Containers = append([]kubelet.ContainerSpec{c.containerSpec(*w.Sidecar, "")}, ctr)
 	}
 	if w.Unmanaged {
 		spec.PreStopDelay = 0 // a take-over role gets no drain hook
@@ -296,34 +301,44 @@ func (c *Controller) createRouter(md *api.ModelDeployment, w operator.RouterWork
 		Annotations: maps.Clone(w.Annotations),
 	}
 	for _, t := range w.Containers {
-		main := c.cfg.Programs.Command(t.Program)
-		if main == nil {
-			main = programs.NotFound(t.Program)
-		}
-		ctr := kubelet.ContainerSpec{
-			Name: t.Name, Image: t.Image, Command: append(slices.Clone(t.Command), t.Args...),
-			Args: slices.Clone(t.Args), Env: map[string]string{}, Main: main, WatchPods: t.WatchPods,
-		}
-		for _, p := range t.Ports {
-			ctr.Ports = append(ctr.Ports, p.Port)
-		}
-		for _, e := range t.Env {
-			src := kubelet.EnvSource{Name: e.Name, FieldPath: e.FieldPath}
-			if e.ConfigMapKey != "" {
-				src.ConfigMap, src.Key = w.Name, e.ConfigMapKey
-			}
-			ctr.EnvFrom = append(ctr.EnvFrom, src)
-		}
-		if t.ConfigMount != "" {
-			ctr.Mounts = []kubelet.ConfigMapMount{{Path: t.ConfigMount, ConfigMap: w.Name}}
-		}
-		// A gRPC health probe is a TCP connect in the sim: the EPP accepts
-		// on its health port once it serves (router/llmd/epp).
-		if port := max(t.ReadinessTCP, t.ReadinessGRPC); port > 0 {
-			ctr.ReadinessProbe = &kubelet.Probe{TCPPort: port, Period: c.cfg.ProbePeriod,
-				FailureThreshold: readinessFailureThreshold}
-		}
-		spec.Containers = append(spec.Containers, ctr)
+		spec.Containers = append(spec.Containers, c.containerSpec(t, w.Name))
 	}
 	c.createPod(spec, "router "+md.Spec.Router.Name)
+}
+
+// containerSpec is a rendered container template on the kubelet: its
+// program from the registry, its env (given, from ConfigMap configMap, or
+// from the downward API), its mount and its TCP readiness probe.
+func (c *Controller) containerSpec(t operator.ContainerTemplate, configMap string) kubelet.ContainerSpec {
+	main := c.cfg.Programs.Command(t.Program)
+	if main == nil {
+		main = programs.NotFound(t.Program)
+	}
+	ctr := kubelet.ContainerSpec{
+		Name: t.Name, Image: t.Image, Command: append(slices.Clone(t.Command), t.Args...),
+		Args: slices.Clone(t.Args), Env: map[string]string{}, Main: main, WatchPods: t.WatchPods,
+	}
+	for _, p := range t.Ports {
+		ctr.Ports = append(ctr.Ports, p.Port)
+	}
+	for _, e := range t.Env {
+		switch {
+		case e.ConfigMapKey != "":
+			ctr.EnvFrom = append(ctr.EnvFrom, kubelet.EnvSource{Name: e.Name, ConfigMap: configMap, Key: e.ConfigMapKey})
+		case e.FieldPath != "":
+			ctr.EnvFrom = append(ctr.EnvFrom, kubelet.EnvSource{Name: e.Name, FieldPath: e.FieldPath})
+		default:
+			ctr.Env[e.Name] = e.Value
+		}
+	}
+	if t.ConfigMount != "" {
+		ctr.Mounts = []kubelet.ConfigMapMount{{Path: t.ConfigMount, ConfigMap: configMap}}
+	}
+	// A gRPC health probe is a TCP connect in the sim: the EPP accepts
+	// on its health port once it serves (router/llmd/epp).
+	if port := max(t.ReadinessTCP, t.ReadinessGRPC); port > 0 {
+		ctr.ReadinessProbe = &kubelet.Probe{TCPPort: port, Period: c.cfg.ProbePeriod,
+			FailureThreshold: readinessFailureThreshold}
+	}
+	return ctr
 }
