@@ -37,8 +37,11 @@ func (c *Cluster) proxyGet(ctx context.Context, ns, pod, scheme string, port int
 	return body, nil
 }
 
-// scrape reads and parses one Pod's /metrics. The source name is
-// <ns>/<pod>:<port>, which Merge puts in metrics.SourceLabel.
+// scrape reads and parses one Pod's /metrics. The source name is the Pod's
+// name, which Merge puts in metrics.SourceLabel: the suite keys per-Pod
+// counts by clusters.RouterPod.Name, as the sim names its sources (the
+// apiserver tier found routerreplicas reading 0 per router Pod when this
+// was <ns>/<pod>:<port>).
 func (c *Cluster) scrape(ctx context.Context, p *corev1.Pod, defPort int) (metrics.Snapshot, []byte, error) {
 	port := promPort(p, defPort)
 	path := p.Annotations[api.AnnotationPromPath]
@@ -50,8 +53,7 @@ func (c *Cluster) scrape(ctx context.Context, p *corev1.Pod, defPort int) (metri
 	if err != nil {
 		return metrics.Snapshot{}, nil, err
 	}
-	src := fmt.Sprintf("%s/%s:%d", p.Namespace, p.Name, port)
-	snap, err := metrics.ParseText(src, body)
+	snap, err := metrics.ParseText(p.Name, body)
 	return snap, body, err
 }
 

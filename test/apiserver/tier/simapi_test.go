@@ -18,6 +18,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/kube"
+	"github.com/gpustack/routing-conformance/metrics"
 	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
 )
@@ -126,6 +127,16 @@ func TestKubeTargetOnTheSim(t *testing.T) {
 		}
 		if len(snap.Names()) == 0 {
 			t.Error("the router's /metrics came back empty")
+		}
+		// Per-Pod counts are keyed by the router Pod's name, as the suite
+		// reads them (routerreplicas, switch).
+		routers, err := d.RouterState(ctx)
+		if err != nil || len(routers) != 1 {
+			t.Fatalf("router Pods %v %v", routers, err)
+		}
+		by, err := snap.SumBy("vllm_router_requests_total", metrics.SourceLabel)
+		if err != nil || by[routers[0].Name] < 4 {
+			t.Errorf("router requests by %s = %v (%v), want the 4 requests under router Pod %s", metrics.SourceLabel, by, err, routers[0].Name)
 		}
 	})
 
