@@ -130,6 +130,8 @@ type Run struct {
 	// Timeout bounds the run (the binary's -test.timeout, and a kill after
 	// a minute more).
 	Timeout time.Duration
+	// LabelFilter selects the specs (Ginkgo's --label-filter); empty: all.
+	LabelFilter string
 }
 
 // Result is what a run left.
@@ -147,7 +149,11 @@ type Result struct {
 func (r Run) Exec(ctx context.Context) Result {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.Binary, "-test.v", "-test.timeout="+r.Timeout.String(), "-ginkgo.no-color")
+	args := []string{"-test.v", "-test.timeout=" + r.Timeout.String(), "-ginkgo.no-color"}
+	if r.LabelFilter != "" {
+		args = append(args, "-ginkgo.label-filter="+r.LabelFilter)
+	}
+	cmd := exec.CommandContext(ctx, r.Binary, args...)
 	cmd.Dir = filepath.Join(r.Repo, SuitePackage)
 	cmd.Env = os.Environ()
 	env := map[string]string{"ARTIFACTS": r.Artifacts}
