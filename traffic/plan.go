@@ -55,6 +55,7 @@ const (
 	DefaultEndpoint       = EndpointChat
 	DefaultMode           = ModeNonStream
 	DefaultPromptKind     = PromptsSharedPrefix
+	DefaultProgressEvery  = time.Second
 )
 
 // DefaultCaptureHeaders are the response headers every Result records when
@@ -117,6 +118,12 @@ type Plan struct {
 	// CaptureHeaders are response headers recorded in addition to
 	// DefaultCaptureHeaders (case-insensitive).
 	CaptureHeaders []string `json:"capture_headers,omitempty"`
+	// Progress, when set, is called every ProgressEvery while the run goes
+	// on and once more, Final, when it ends: from one goroutine at a time,
+	// never after Run returns. It must not block.
+	Progress func(Progress) `json:"-"`
+	// ProgressEvery is the interval between Progress calls (default 1s).
+	ProgressEvery time.Duration `json:"-"`
 }
 
 // PromptSet says how prompts are built. Every prefix starts with a seed
@@ -183,6 +190,9 @@ func (p Plan) withDefaults() Plan {
 	}
 	if p.Prompts.Kind == PromptsSharedPrefix && p.Prompts.Groups == 0 {
 		p.Prompts.Groups = 1
+	}
+	if p.ProgressEvery <= 0 {
+		p.ProgressEvery = DefaultProgressEvery
 	}
 	return p
 }
