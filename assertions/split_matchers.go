@@ -2,6 +2,7 @@ package assertions
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -84,4 +85,71 @@ func ratio(counts []int) string {
 		parts[i] = fmt.Sprint(c)
 	}
 	return strings.Join(parts, "/")
+}
+
+// UseEveryReplica: every replica served at least one request (a spread
+// split, e.g. least-in-flight routing under concurrency).
+func UseEveryReplica() types.GomegaMatcher {
+	return splitMatcher("UseEveryReplica", "to use every replica", func(s split.Split) (bool, string) {
+		var idle []string
+		for _, r := range s.Replicas {
+			if s.Count(r) == 0 {
+				idle = append(idle, r)
+			}
+		}
+		return len(idle) == 0, fmt.Sprintf("%s served nothing", strings.Join(idle, ", "))
+	})
+}
+
+// HaveEachCountWithin: every replica's count lies in [lo, hi], e.g. the
+// binomial acceptance interval of a uniform random policy.
+func HaveEachCountWithin(lo, hi int) types.GomegaMatcher {
+	return splitMatcher("HaveEachCountWithin", fmt.Sprintf("to have every count within [%d, %d]", lo, hi), func(s split.Split) (bool, string) {
+		var out []string
+		for _, r := range s.Replicas {
+			if n := s.Count(r); n < lo || n > hi {
+				out = append(out, fmt.Sprintf("%s has %d", r, n))
+			}
+		}
+		return len(out) == 0, strings.Join(out, ", ")
+	})
+}
+
+// BeAllOn: every counted request is on the named replica (and something
+// was counted).
+func BeAllOn(replica string) types.GomegaMatcher {
+	return splitMatcher("BeAllOn", "to be all on "+replica, func(s split.Split) (bool, string) {
+		if !slices.Contains(s.Replicas, replica) {
+			return false, replica + " is not one of its replicas"
+		}
+		served := s.Served()
+		if len(served) == 0 {
+			return false, "no replica counted any request"
+		}
+		return slices.Equal(served, []string{replica}), fmt.Sprintf("it was served by %s", strings.Join(served, ", "))
+	})
+}
+
+// HaveCountsByReplica: each named replica's count is exactly as given and
+// every other replica's is 0.
+func HaveCountsByReplica(counts map[string]int) types.GomegaMatcher {
+	var want []string
+	for _, r := range slices.Sorted(maps.Keys(counts)) {
+		want = append(want, fmt.Sprintf("%s=%d", r, counts[r]))
+	}
+	return splitMatcher("HaveCountsByReplica", "to be exactly "+strings.Join(want, ", "), func(s split.Split) (bool, string) {
+		var diffs []string
+		for _, r := range s.Replicas {
+			if s.Count(r) != counts[r] {
+				diffs = append(diffs, fmt.Sprintf("%s has %d", r, s.Count(r)))
+			}
+		}
+		for r := range counts {
+			if !slices.Contains(s.Replicas, r) {
+				diffs = append(diffs, r+" is not one of its replicas")
+			}
+		}
+		slices.Sort(diffs)
+		return len(diffs) == 0, strings.Join(diffs, ", ")
+	})
 }

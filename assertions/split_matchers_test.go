@@ -40,3 +40,29 @@ func TestSplitMatchersRefuseOtherTypes(t *testing.T) {
 	mustContain(t, failure(map[string]int{"a": 1}, HaveTotal(1), false), "expects a split.Split")
 	mustContain(t, failure(split.Split{}, HaveTotal(0), false), "no replicas")
 }
+
+func TestUseEveryReplica(t *testing.T) {
+	mustPass(t, failure(skewed, UseEveryReplica(), false))
+	mustContain(t, failure(affine, UseEveryReplica(), false), "to use every replica, but md-engine-0 served nothing", "0/354")
+}
+
+func TestHaveEachCountWithin(t *testing.T) {
+	mustPass(t, failure(skewed, HaveEachCountWithin(42, 78), false))
+	mustContain(t, failure(skewed, HaveEachCountWithin(55, 65), false),
+		"to have every count within [55, 65], but md-engine-0 has 70, md-engine-1 has 50")
+}
+
+func TestBeAllOn(t *testing.T) {
+	mustPass(t, failure(affine, BeAllOn("md-engine-1"), false))
+	mustContain(t, failure(affine, BeAllOn("md-engine-0"), false), "to be all on md-engine-0, but it was served by md-engine-1")
+	mustContain(t, failure(even, BeAllOn("md-engine-0"), false), "served by md-engine-0, md-engine-1")
+	mustContain(t, failure(nothing, BeAllOn("md-engine-0"), false), "no replica counted any request")
+	mustContain(t, failure(affine, BeAllOn("other"), false), "other is not one of its replicas")
+}
+
+func TestHaveCountsByReplica(t *testing.T) {
+	mustPass(t, failure(skewed, HaveCountsByReplica(map[string]int{"md-engine-0": 70, "md-engine-1": 50}), false))
+	mustPass(t, failure(affine, HaveCountsByReplica(map[string]int{"md-engine-1": 354}), false))
+	mustContain(t, failure(skewed, HaveCountsByReplica(map[string]int{"md-engine-1": 70, "md-engine-0": 50}), false),
+		"to be exactly md-engine-0=50, md-engine-1=70, but md-engine-0 has 70, md-engine-1 has 50")
+}

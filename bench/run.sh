@@ -6,7 +6,8 @@
 #      same loopback server (driver/peer throughput ratio, goal >= 1.0; the
 #      driver's peak RSS, limit 200 MB).
 #   2. BenchmarkRouterThroughput in ./clusters/sim: non-streaming chat through
-#      the sim's vllm-router and sgl-model-gateway, 64 clients (req/s, memory).
+#      the sim's vllm-router, sgl-model-gateway and llm-d-router (envoy + epp,
+#      vLLM engines), 64 clients (req/s, memory).
 #
 # Knobs: those of bench/driver-vs-peer.sh (BENCH_REQUESTS, BENCH_CONCURRENCY,
 # BENCH_ROUNDS, BENCH_PEER, BENCH_STRICT) and BENCH_SIM_BENCHTIME (default

@@ -58,6 +58,11 @@ type Deployment interface {
 	Replicas(ctx context.Context) ([]Replica, error)
 	// EngineMetrics scrapes one replica's engine /metrics.
 	EngineMetrics(ctx context.Context, r Replica) (metrics.Snapshot, error)
+	// RouterConfig returns the data of the router ConfigMap the operator
+	// rendered, <md>-router, read live: epp.yaml, envoy.yaml,
+	// endpoint-selector, endpoint-target-ports and extra-args.json. Only
+	// llm-d-router has one; for the others the error wraps ErrNotFound.
+	RouterConfig(ctx context.Context) (map[string]string, error)
 	// Update applies mutate to the spec and submits it; admission refusals
 	// come back as *AdmissionError.
 	Update(ctx context.Context, mutate func(*api.ModelDeployment)) error
@@ -71,6 +76,14 @@ type Deployment interface {
 	// deployment on a GPU cluster is an image pull and a model load per
 	// engine Pod.
 	Cost(ctx context.Context) (Cost, error)
+}
+
+// PickerSeeder is implemented by deployments whose target knows the seed
+// of each llm-d EPP's random tie-break (the sim, which seeds them; a real
+// EPP seeds from its clock and does not say).
+type PickerSeeder interface {
+	// PickerSeeds maps each live router Pod's name to its EPP's seed.
+	PickerSeeds(ctx context.Context) (map[string]uint64, error)
 }
 
 // Cost counts one deployment's engine Pods and accelerator time (a

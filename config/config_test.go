@@ -20,7 +20,8 @@ func envMap(m map[string]string) LookupEnv {
 }
 
 // testSpecs stand in for the suite's claim names, which the suite passes.
-var testSpecs = []string{"defaults", "affinity", "roundrobin", "badpolicy", "admission", "metrics"}
+var testSpecs = []string{"defaults", "affinity", "roundrobin", "badpolicy", "admission", "metrics",
+	"concurrency", "routingtext", "thresholds", "badthreshold", "random", "poweroftwo", "consistenthash", "rendezvoushash", "manual", "prefixhash"}
 
 func parse(t *testing.T, yaml string, env LookupEnv) (*Config, error) {
 	t.Helper()

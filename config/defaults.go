@@ -25,7 +25,7 @@ func Default() *Config {
 		Replicas: 2,
 		Traffic: Traffic{
 			Requests:       120,
-			Concurrency:    []int{2, 4, 8},
+			Concurrency:    []int{2, 4, 8, 16},
 			PrefixChars:    500,
 			MaxTokens:      16,
 			RequestTimeout: Duration(2 * time.Minute),

@@ -86,6 +86,9 @@ func TestMarkdownJSONAndJUnitCarryTheSameFacts(t *testing.T) {
 			}
 			// Every matrix cell.
 			for _, c := range r.Claims {
+				if c.Kind == "" || !strings.Contains(md, fmt.Sprintf("| [%s](#%s) | %s |", mdCell(c.Title), c.Anchor, c.Kind)) || props[kindProperty(c.Name)] != c.Kind {
+					t.Errorf("claim %s: kind %q differs (junit %q)", c.Name, c.Kind, props[kindProperty(c.Name)])
+				}
 				for _, row := range c.Rows {
 					if !strings.Contains(md, fmt.Sprintf("[%s](#%s)", marked(row.Result), row.Anchor)) || props[matrixProperty(c.Name, row.Pair)] != row.Result {
 						t.Errorf("matrix %s/%s = %s differs (junit %q)", c.Name, row.Pair, row.Result, props[matrixProperty(c.Name, row.Pair)])

@@ -40,6 +40,9 @@ const (
 	// EntryDeploymentCost is recorded once per created ModelDeployment, when
 	// it is deleted, so the report adds up every process's deployments.
 	EntryDeploymentCost = "deployment-cost" // DeploymentCost
+	// EntryPickerSeed is the seed of an llm-d EPP's random tie-break, where
+	// the target knows it (the sim), recorded beside a measured split.
+	EntryPickerSeed = "picker-seed" // PickerSeed
 )
 
 // Entry is a piece of evidence a spec records.
@@ -302,6 +305,25 @@ func (x DeploymentCost) Describe() string {
 	}
 	return fmt.Sprintf("deployment %s: %d engine Pods started, %d Ready, %s accelerator-seconds", x.Name,
 		x.Cost.EnginePodsStarted, x.Cost.EnginePodsReady, formatNumber(x.Cost.AcceleratorSeconds))
+}
+
+// PickerSeed is the seed an llm-d router Pod's EPP gave its max-score
+// picker's random tie-break: with it the sim reproduces a split exactly.
+type PickerSeed struct {
+	Claim string `json:"claim"`
+	Pair  string `json:"pair"`
+	Pod   string `json:"pod"`
+	Seed  uint64 `json:"seed"`
+}
+
+// EntryName implements Entry.
+func (PickerSeed) EntryName() string { return EntryPickerSeed }
+
+// Describe implements Describer.
+func (p PickerSeed) Describe() string { return p.String() }
+
+func (p PickerSeed) String() string {
+	return fmt.Sprintf("router Pod %s: EPP tie-break seed %d", p.Pod, p.Seed)
 }
 
 // decodeEntry reads a report entry's value into out. Entries recorded on this

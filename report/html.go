@@ -47,8 +47,7 @@ type htmlData struct {
 	Diff     [][2]string
 }
 
-func (d htmlData) Legend() string  { return legend }
-func (d htmlData) ColDocs() string { return colDocs }
+func (d htmlData) Legend() string { return legend }
 func (d htmlData) ColMeasured() string {
 	return colMeasured
 }
@@ -66,6 +65,12 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	},
 	"pct":  func(f float64) int { return int(100*f + 0.5) },
 	"vcls": func(v string) string { return strings.ToLower(strings.ReplaceAll(v, " ", "-")) },
+	"sweep": func(s SweepResult) template.HTML {
+		// sweepSVG escapes every text it writes.
+		return template.HTML(sweepSVG(s.Sweep)) //nolint:gosec
+	},
+	"kind":     kindNote,
+	"expected": expectedColumn,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -118,8 +123,8 @@ pre.evidence { white-space: pre-wrap; font-size: 12px; background: #f7f7f7; padd
 </section>{{end}}
 <h2>Claims × pairs</h2>
 <table class="matrix" id="matrix">
-<tr><th class="claim">Claim</th>{{range .Pairs}}<th>{{.}}</th>{{end}}</tr>
-{{range .Claims}}<tr><th class="claim"><a href="#{{.Anchor}}">{{.Title}}</a></th>{{range .Rows}}<td class="cell {{cls .Result}}" title="{{.Pair}}: {{.Result}}{{range .Reasons}} — {{.}}{{end}}"><a href="#{{.Anchor}}">{{marked .Result}}</a></td>{{end}}</tr>
+<tr><th class="claim">Claim</th><th>Kind</th>{{range .Pairs}}<th>{{.}}</th>{{end}}</tr>
+{{range .Claims}}<tr><th class="claim"><a href="#{{.Anchor}}">{{.Title}}</a></th><td>{{.Kind}}</td>{{range .Rows}}<td class="cell {{cls .Result}}" title="{{.Pair}}: {{.Result}}{{range .Reasons}} — {{.}}{{end}}"><a href="#{{.Anchor}}">{{marked .Result}}</a></td>{{end}}</tr>
 {{end}}</table>
 <p class="legend">{{.Legend}}</p>
 <h2>Verdict per pair</h2>
@@ -133,10 +138,10 @@ pre.evidence { white-space: pre-wrap; font-size: 12px; background: #f7f7f7; padd
 <table>{{range .Environment.Block}}<tr><th>{{.Name}}</th><td class="lines">{{.Value}}</td></tr>{{end}}</table>
 <h2>Claims</h2>
 {{range .Claims}}
-<h3 id="{{.Anchor}}">{{.Title}}: <span class="{{cls .Result}}">{{marked .Result}}</span></h3>
+<h3 id="{{.Anchor}}">{{.Title}}{{kind .Kind}}: <span class="{{cls .Result}}">{{marked .Result}}</span></h3>
 <p>Sources: {{range $i, $s := .Sources}}{{if $i}}, {{end}}<a href="{{doc $.Report.LinkBase $s}}">{{$s}}</a>{{end}}</p>
 <table>
-<tr><th>Pair</th><th>{{$.ColDocs}}</th><th>{{$.ColMeasured}}</th><th>Result</th><th>Reason</th></tr>
+<tr><th>Pair</th><th>{{expected .Kind}}</th><th>{{$.ColMeasured}}</th><th>Result</th><th>Reason</th></tr>
 {{range .Rows}}<tr id="{{.Anchor}}"><td class="pair">{{.Pair}}</td><td>{{.Expected}}</td><td>{{range .Measured}}<div>{{.}}</div>{{end}}</td><td class="{{cls .Result}}">{{marked .Result}}</td><td class="reason">{{join .Reasons "\n"}}</td></tr>
 {{end}}</table>
 <div class="charts">{{range .Rows}}{{range .Charts}}<div>{{chart .}}{{if .Caption}}<div class="caption">{{.Caption}}</div>{{end}}</div>{{end}}{{end}}</div>
@@ -144,6 +149,15 @@ pre.evidence { white-space: pre-wrap; font-size: 12px; background: #f7f7f7; padd
 {{end}}
 {{if .OtherSplits}}<h2>Other measured splits</h2>
 {{range .OtherSplits}}{{range .Charts}}{{chart .}}<div class="caption">{{.Caption}}</div>{{end}}{{end}}{{end}}
+{{if .Sweeps}}<h2>Concurrency sweeps</h2>
+{{range .Sweeps}}<div class="sweep">
+<p><b>{{.Pair}}</b>, {{.Title}}: by <code>{{.Source}}</code>; expected: {{.Expected}}; <span class="{{cls .Result}}">{{marked .Result}}</span></p>
+{{sweep .}}
+<table>
+<tr><th>Concurrency</th><th>Split</th><th>Failed</th><th>Latency p50/p95/p99 ms</th><th>TTFT p50/p95/p99 ms</th></tr>
+{{range .Levels}}<tr><td>{{.Concurrency}}</td><td>{{.Counts}}</td><td>{{.Failures}} of {{.Requests}}</td><td>{{.Latency}}</td><td>{{.TTFT}}</td></tr>
+{{end}}</table>
+</div>{{end}}{{end}}
 <h2>Specs</h2>
 <details><summary>All {{len .Specs}} specs with their time, reason and evidence</summary>
 <table>

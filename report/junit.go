@@ -31,6 +31,7 @@ func JUnit(r *Report) ([]byte, error) {
 		prop("Environment "+e.Name, e.Value)
 	}
 	for _, c := range r.Claims {
+		prop(kindProperty(c.Name), c.Kind)
 		for _, row := range c.Rows {
 			prop(matrixProperty(c.Name, row.Pair), row.Result)
 		}
@@ -78,6 +79,9 @@ func JUnit(r *Report) ([]byte, error) {
 
 // matrixProperty names a matrix cell's JUnit property.
 func matrixProperty(claim, pair string) string { return "Matrix " + claim + " " + pair }
+
+// kindProperty names a claim's kind property (documented, extended, ...).
+func kindProperty(claim string) string { return "Claim kind " + claim }
 
 func junitClass(s SpecResult) string {
 	switch {

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpustack/routing-conformance/fixtures"
 )
 
 // Marks put a shape before each result, so a cell reads without its colour.
@@ -25,6 +27,8 @@ func marked(result string) string {
 // Column headings that keep the docs' figures apart from this run's.
 const (
 	colDocs     = "Operator docs say (their GPU run)"
+	colDerived  = "Expected (derived, not documented)"
+	colStated   = "Expected (stated by the suite)"
 	colMeasured = "This run measured"
 	legend      = "✓ PASS, ✗ FAIL, ○ SKIP (could not run here; the reason is listed), – N/A (the operator's docs say the claim does not apply to the pair), · NOT RUN (no spec ran)"
 )
@@ -46,13 +50,13 @@ func Markdown(r *Report) string {
 		markdownDiff(&b, r.Baseline)
 	}
 
-	p("## Claims × pairs\n\n| Claim |")
+	p("## Claims × pairs\n\n| Claim | Kind |")
 	for _, pair := range r.Pairs {
 		p(" %s |", pair)
 	}
-	p("\n|---|%s\n", strings.Repeat("---|", len(r.Pairs)))
+	p("\n|---|---|%s\n", strings.Repeat("---|", len(r.Pairs)))
 	for _, c := range r.Claims {
-		p("| [%s](#%s) |", mdCell(c.Title), c.Anchor)
+		p("| [%s](#%s) | %s |", mdCell(c.Title), c.Anchor, c.Kind)
 		for _, row := range c.Rows {
 			p(" [%s](#%s) |", marked(row.Result), row.Anchor)
 		}
@@ -85,9 +89,9 @@ func Markdown(r *Report) string {
 
 	p("## Claims\n\n")
 	for _, c := range r.Claims {
-		p("<a id=\"%s\"></a>\n\n### %s: %s\n\n", c.Anchor, c.Title, marked(c.Result))
+		p("<a id=\"%s\"></a>\n\n### %s%s: %s\n\n", c.Anchor, c.Title, kindNote(c.Kind), marked(c.Result))
 		p("Sources: %s\n\n", strings.Join(mdLinks(c.Sources, r.linkBase), ", "))
-		p("| Pair | %s | %s | Result | Reason |\n|---|---|---|---|---|\n", colDocs, colMeasured)
+		p("| Pair | %s | %s | Result | Reason |\n|---|---|---|---|---|\n", expectedColumn(c.Kind), colMeasured)
 		for _, row := range c.Rows {
 			p("| <a id=\"%s\"></a>%s | %s | %s | %s | %s |\n", row.Anchor, row.Pair, mdCell(row.Expected), mdCell(strings.Join(row.Measured, "; ")),
 				marked(row.Result), mdCell(strings.Join(row.Reasons, "; ")))
@@ -112,6 +116,12 @@ func Markdown(r *Report) string {
 			for _, ch := range s.Charts() {
 				p("**%s** (%s)\n\n%s%s\n\n", ch.Title, s.Result, ch.Text(), ch.Caption)
 			}
+		}
+	}
+	if len(r.Sweeps) > 0 {
+		p("## Concurrency sweeps\n\n")
+		for _, s := range r.Sweeps {
+			p("%s\n", sweepMarkdown(s))
 		}
 	}
 	p("## Specs\n\n<details><summary>All %d specs with their time and reason</summary>\n\n", len(r.Specs))
@@ -181,4 +191,31 @@ func mdLinks(sources []string, base string) []string {
 func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "<br>")
+}
+
+// kindNote marks a claim's title with what its expected column rests on:
+// nothing for a documented claim (the column heading says it), the
+// derivation for an extended one, the kind's name for any other (a
+// resilience claim's bounds are the suite's own).
+func kindNote(kind string) string {
+	switch kind {
+	case fixtures.KindDocumented, "":
+		return ""
+	case fixtures.KindExtended:
+		return " (extended: expected outcome derived from the routers' algorithms)"
+	}
+	return " (" + kind + ": expected outcome and bounds stated by the suite)"
+}
+
+// expectedColumn heads a claim table's expected column, so the docs'
+// figures (their GPU run) are never read as this run's, nor a derived or
+// stated expectation as documented.
+func expectedColumn(kind string) string {
+	switch kind {
+	case fixtures.KindDocumented, "":
+		return colDocs
+	case fixtures.KindExtended:
+		return colDerived
+	}
+	return colStated
 }

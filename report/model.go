@@ -99,7 +99,9 @@ type Report struct {
 	OtherSplits []SplitResult `json:"otherSplits,omitempty"`
 	// Series are the metric series the evidence names, per claim and pair.
 	Series []SeriesSeen `json:"series,omitempty"`
-	Specs  []SpecResult `json:"specs"`
+	// Sweeps are the concurrency sweeps measured (split against concurrency).
+	Sweeps []SweepResult `json:"sweeps,omitempty"`
+	Specs  []SpecResult  `json:"specs"`
 	// Baseline is the comparison with an earlier run (make qualify BASELINE=).
 	Baseline *Diff `json:"baseline,omitempty"`
 
@@ -181,6 +183,9 @@ type Statistics struct {
 type ClaimTable struct {
 	Name  string `json:"name"`
 	Title string `json:"title"`
+	// Kind is documented (the routing page), extended (derived from the
+	// routers' algorithms) or another kind expect.yaml names.
+	Kind string `json:"kind"`
 	// Source is expect.yaml's source: docs/<page>.md#<anchor>, comma-separated.
 	Source string `json:"source"`
 	// Sources are Source's links, one each.
@@ -251,6 +256,7 @@ type SpecResult struct {
 	claims                []Claim
 	charts                []Chart
 	series                []string
+	sweeps                []Sweep
 }
 
 // Build turns Ginkgo's report into the qualification report. It never
@@ -313,6 +319,9 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 			if s.Claim == "" || s.pairIndex == len(fixtures.DocumentedPairs) {
 				out.OtherSplits = append(out.OtherSplits, sr)
 			}
+		}
+		for _, sw := range s.sweeps {
+			out.Sweeps = append(out.Sweeps, SweepResult{Sweep: sw, Spec: s.Name, Result: s.Result})
 		}
 		for _, k := range s.series {
 			if ss := (SeriesSeen{Claim: s.Claim, Pair: s.Pair, Key: k}); !seen[ss] {
@@ -565,6 +574,9 @@ func specResult(sr types.SpecReport, expect *fixtures.ExpectFile, run runState) 
 			if k, ok := v.(SeriesSource); ok {
 				s.series = append(s.series, k.SeriesKeys()...)
 			}
+			if sw, ok := v.(*Sweep); ok {
+				s.sweeps = append(s.sweeps, *sw)
+			}
 		}
 		s.Entries = append(s.Entries, entryLine(e, v, err))
 	}
@@ -652,7 +664,7 @@ func costSummary(r types.Report, target string) CostSummary {
 }
 
 func claimTable(c fixtures.ClaimExpectations, specs []SpecResult, cutShort bool) ClaimTable {
-	t := ClaimTable{Name: c.Name, Title: c.Title, Source: c.Source, Sources: splitSources(c.Source), Anchor: "claim-" + slug(c.Name)}
+	t := ClaimTable{Name: c.Name, Title: c.Title, Kind: c.ClaimKind(), Source: c.Source, Sources: splitSources(c.Source), Anchor: "claim-" + slug(c.Name)}
 	for _, p := range fixtures.DocumentedPairs {
 		row := ClaimRow{Pair: p.String(), Anchor: t.Anchor + "--" + slug(p.String())}
 		var na string

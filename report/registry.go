@@ -43,6 +43,8 @@ var entryTypes = map[string]func() any{
 	EntryAdmission:      func() any { return &Admission{} },
 	EntryRouterExit:     func() any { return &RouterExit{} },
 	EntryDeploymentCost: func() any { return &DeploymentCost{} },
+	EntrySweep:          func() any { return &Sweep{} },
+	EntryPickerSeed:     func() any { return &PickerSeed{} },
 }
 
 // decodeKnown decodes an entry recorded under one of the registered names

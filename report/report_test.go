@@ -284,8 +284,8 @@ func TestMarkdownHasHeadlineMatrixEnvironmentTablesAndBars(t *testing.T) {
 	md := read(t, filepath.Join(dir, FileMarkdown))
 	for _, want := range []string{
 		"# Routing conformance on the simulator: 5 passed, 1 failed, 2 skipped (1 not selected) — not a GPU qualification\n",
-		"| Claim | vllm-router+vLLM | sglang-gateway+SGLang | llm-d-router+vLLM | llm-d-router+SGLang |",
-		"| [Prefix affinity under the default policy](#claim-affinity) | [✓ PASS](#claim-affinity--vllm-router-vllm) | [✗ FAIL](#claim-affinity--sglang-gateway-sglang) | [○ SKIP](#claim-affinity--llm-d-router-vllm) | [· NOT RUN](#claim-affinity--llm-d-router-sglang) |",
+		"| Claim | Kind | vllm-router+vLLM | sglang-gateway+SGLang | llm-d-router+vLLM | llm-d-router+SGLang |",
+		"| [Prefix affinity under the default policy](#claim-affinity) | documented | [✓ PASS](#claim-affinity--vllm-router-vllm) | [✗ FAIL](#claim-affinity--sglang-gateway-sglang) | [○ SKIP](#claim-affinity--llm-d-router-vllm) | [· NOT RUN](#claim-affinity--llm-d-router-sglang) |",
 		"[– N/A](#claim-roundrobin--llm-d-router-vllm)",
 		"## Failures and skips (3)",
 		"| ✗ FAIL | affinity | sglang-gateway+SGLang |",

@@ -85,6 +85,11 @@ type Plan struct {
 	Model string `json:"model"`
 	// Requests is how many requests the run sends (> 0).
 	Requests int `json:"requests"`
+	// FirstIndex numbers the run's prompts from here: request k sends
+	// prompt FirstIndex+k (its question, prefix group and {index}), so a
+	// later run with the same nonce can continue a plan's prompt sequence,
+	// e.g. after its first request was sent alone. Default 0.
+	FirstIndex int `json:"first_index,omitempty"`
 	// Concurrency is how many requests may be in flight at once (default 1,
 	// which makes the run serial and in index order).
 	Concurrency int `json:"concurrency,omitempty"`
@@ -203,6 +208,9 @@ func (p Plan) Validate() error {
 	p = p.withDefaults()
 	if p.Requests <= 0 {
 		return fmt.Errorf("traffic: plan.Requests must be > 0 (got %d)", p.Requests)
+	}
+	if p.FirstIndex < 0 {
+		return fmt.Errorf("traffic: plan.FirstIndex must be >= 0 (got %d)", p.FirstIndex)
 	}
 	if p.Concurrency < 0 {
 		return fmt.Errorf("traffic: plan.Concurrency must be >= 0 (0 means %d; got %d)", DefaultConcurrency, p.Concurrency)

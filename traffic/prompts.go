@@ -130,7 +130,8 @@ func (p *prompter) prompt(i int) (string, int) {
 }
 
 // Prompt returns the prompt text request i of the plan sends and its group
-// (the index of its prefix; for PromptsUnrelated, i). Call it on Report.Plan,
+// (the index of its prefix; for PromptsUnrelated, the prompt's number
+// FirstIndex+i). Call it on Report.Plan,
 // which carries the nonce the run used; on a plan with an empty nonce it
 // uses the empty nonce. It fails only when plan.Prompts is invalid.
 func (p Plan) Prompt(i int) (text string, group int, err error) {
@@ -138,6 +139,6 @@ func (p Plan) Prompt(i int) (text string, group int, err error) {
 	if err := set.validate(); err != nil {
 		return "", 0, err
 	}
-	text, group = newPrompter(set).prompt(i)
+	text, group = newPrompter(set).prompt(p.FirstIndex + i)
 	return text, group, nil
 }

@@ -180,7 +180,7 @@ func (r *runner) pace(ctx context.Context, i int) bool {
 func (r *runner) notSent(ctx context.Context, i int) Result {
 	return Result{
 		Index:       i,
-		Group:       r.prompts.group(i),
+		Group:       r.prompts.group(r.plan.FirstIndex + i),
 		Stream:      r.plan.streams(i),
 		Class:       ClassCanceled,
 		Error:       "not sent: " + ctx.Err().Error(),
@@ -188,7 +188,8 @@ func (r *runner) notSent(ctx context.Context, i int) Result {
 	}
 }
 
-// expand fills the {index}, {group} and {nonce} placeholders.
+// expand fills the {index} (the prompt's number), {group} and {nonce}
+// placeholders.
 func (r *runner) expand(v string, i, group int) string {
 	if !strings.Contains(v, "{") {
 		return v
@@ -200,13 +201,14 @@ func (r *runner) expand(v string, i, group int) string {
 // outcome in res. Cancellation is judged on runCtx; the request's own context
 // derives from workerCtx, a child of it that carries ex.
 func (r *runner) do(runCtx, workerCtx context.Context, ex *exchange, i int, res *Result) {
-	text, group := r.prompts.prompt(i)
+	n := r.plan.FirstIndex + i // the prompt's number
+	text, group := r.prompts.prompt(n)
 	*res = Result{Index: i, Group: group, Stream: r.plan.streams(i)}
 	*ex = exchange{stream: res.Stream}
 	if len(r.plan.Headers) > 0 {
 		ex.headers = make(map[string]string, len(r.plan.Headers))
 		for k, v := range r.plan.Headers {
-			ex.headers[k] = r.expand(v, i, group)
+			ex.headers[k] = r.expand(v, n, group)
 		}
 		res.HeadersSent = ex.headers
 	}
@@ -220,7 +222,7 @@ func (r *runner) do(runCtx, workerCtx context.Context, ex *exchange, i int, res 
 		}
 		res.SessionParamsSent = make(map[string]string, len(r.plan.SessionParams))
 		for k, v := range r.plan.SessionParams {
-			res.SessionParamsSent[k] = r.expand(v, i, group)
+			res.SessionParamsSent[k] = r.expand(v, n, group)
 		}
 		raw, _ := json.Marshal(res.SessionParamsSent) // a map of strings always encodes
 		ex.extraBody["session_params"] = raw

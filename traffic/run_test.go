@@ -764,3 +764,37 @@ func (a *arrivals) sorted() []time.Time {
 	slices.SortFunc(out, func(x, y time.Time) int { return x.Compare(y) })
 	return out
 }
+
+func TestFirstIndexContinuesAPlansPrompts(t *testing.T) {
+	var f fakeOpenAI
+	srv := f.start(t, func(w http.ResponseWriter, r *http.Request, req seenRequest) { answerOK(w, req) })
+	p := plan(srv.URL, 3)
+	p.Prompts = PromptSet{Kind: PromptsPrefixGroups, Groups: 2, Nonce: "n1"}
+	p.Headers = map[string]string{"X-Key": "k-{index}"}
+	p.FirstIndex = 5
+	rep := mustRun(t, p)
+	seen := f.seen()
+	if len(seen) != 3 {
+		t.Fatalf("server saw %d requests", len(seen))
+	}
+	whole := p
+	whole.FirstIndex, whole.Requests = 0, 8
+	for k, r := range rep.Results {
+		n := 5 + k
+		if r.Index != k || r.Group != n%2 || r.HeadersSent["X-Key"] != "k-"+itoa(n) {
+			t.Errorf("result %d: index %d group %d headers %v", k, r.Index, r.Group, r.HeadersSent)
+		}
+		want, _, err := whole.Prompt(n)
+		got, _, _ := p.Prompt(k)
+		if err != nil || got != want {
+			t.Errorf("Prompt(%d) of the continued plan is not prompt %d of the whole plan", k, n)
+		}
+		if seen[k].Index != n {
+			t.Errorf("request %d sent question %d, want %d", k, seen[k].Index, n)
+		}
+	}
+	p.FirstIndex = -1
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "plan.FirstIndex must be >= 0") {
+		t.Errorf("Validate with FirstIndex -1: %v", err)
+	}
+}

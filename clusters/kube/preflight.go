@@ -63,6 +63,7 @@ var RequiredAccess = []Access{
 	{Resource: "pods", Subresource: "log", Verb: "get"},
 	{Resource: "pods", Subresource: "proxy", Verb: "get"},
 	{Resource: "pods", Subresource: "portforward", Verb: "create"},
+	{Resource: "configmaps", Verb: "get"},
 	{Resource: "events", Verb: "list"},
 	{Group: api.Group, Resource: "instancetypes", Verb: "get"},
 	{Group: api.Group, Resource: "instancetypes", Verb: "list"},

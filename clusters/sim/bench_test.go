@@ -15,7 +15,6 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // BenchmarkDeployReady measures Deploy → WaitReady for one router and two
@@ -23,9 +22,9 @@ import (
 //
 //	go test -run '^$' -bench DeployReady -benchtime 20x ./clusters/sim
 func BenchmarkDeployReady(b *testing.B) {
-	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
+	for _, router := range []string{api.RouterVLLM, api.RouterSGLang, api.RouterLLMD} {
 		b.Run(router, func(b *testing.B) {
-			c := newCluster(b, sim.Options{Programs: programs.Default()})
+			c := realCluster(b, sim.Options{})
 			ctx := context.Background()
 			var total time.Duration
 			b.ResetTimer()
@@ -59,10 +58,10 @@ func BenchmarkDeployReady(b *testing.B) {
 //
 //	go test -run '^$' -bench RouterThroughput -benchtime 20000x ./clusters/sim
 func BenchmarkRouterThroughput(b *testing.B) {
-	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
+	for _, router := range []string{api.RouterVLLM, api.RouterSGLang, api.RouterLLMD} {
 		b.Run(router, func(b *testing.B) {
 			// Fast engines: the benchmark measures the sim, not the modelled latency.
-			c := newCluster(b, sim.Options{Programs: programs.Default(),
+			c := realCluster(b, sim.Options{
 				Engine: sim.EngineKnobs{TTFT: time.Millisecond, ITL: 100 * time.Microsecond, OutputTokens: 4}})
 			d := deployReady(b, c, md("tput", router, engineOf(router), 2))
 			base, err := d.OpenAIBaseURL(context.Background())

@@ -32,9 +32,14 @@ type deployment struct {
 	// admit is the API server's admission of an update (webhook, defaults,
 	// and what the sim can run).
 	admit func(old, next *api.ModelDeployment) error
+	// seed reads an EPP's picker seed by namespace/pod.
+	seed func(key string) (uint64, bool)
 }
 
-var _ clusters.Deployment = (*deployment)(nil)
+var (
+	_ clusters.Deployment   = (*deployment)(nil)
+	_ clusters.PickerSeeder = (*deployment)(nil)
+)
 
 func (d *deployment) key() string { return d.namespace + "/" + d.name }
 
@@ -71,26 +76,38 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 
 // stuck names a router that will never start as configured: every router
 // Pod of the current template (the ReplicaSet's pod-template-hash) is
-// crash-looping after exiting with clap's code 2 for an argument it refused
-// (docs/routers.md#clap-errors). Pods of an older template do not count: right after an
-// edit that fixes the arguments the old Pod still crashes while the new one
-// is being created, and waiting resolves that.
+// crash-looping after refusing its arguments: an argv router exits with
+// clap's code 2 (docs/routers.md#clap-errors); llm-d's epp with pflag's 2
+// or, for flags or a configuration it rejects, 1 (docs/llmd.md). Pods of an
+// older template do not count: right after an edit that fixes the arguments
+// the old Pod still crashes while the new one is being created, and waiting
+// resolves that.
 func (d *deployment) stuck(_ context.Context, md *api.ModelDeployment) string {
 	pods := d.currentRouterPods(md)
 	if len(pods) == 0 {
 		return ""
 	}
 	for _, p := range pods {
-		if !refusedArgs(p) {
+		if !refusedArgs(md, p) {
 			return ""
 		}
 	}
-	return fmt.Sprintf("router Pod %s is in CrashLoopBackOff, last exit code 2 (the router refused its arguments; its previous log has the error)", pods[0].Name)
+	ctr := operator.RouterContainer(md)
+	return fmt.Sprintf("router Pod %s is in CrashLoopBackOff, last exit code %d (the %s container refused its arguments or configuration; its previous log has the error)",
+		pods[0].Name, *pods[0].LastExitCode, ctr)
 }
 
-// refusedArgs: crash-looping, and the last run exited with clap's code 2.
-func refusedArgs(p clusters.RouterPod) bool {
-	return p.Waiting == kubelet.ReasonCrashLoopBackOff && p.LastExitCode != nil && *p.LastExitCode == 2
+// refusedArgs: crash-looping, and the last run exited with the code the
+// router program uses for arguments or configuration it refuses.
+func refusedArgs(md *api.ModelDeployment, p clusters.RouterPod) bool {
+	if p.Waiting != kubelet.ReasonCrashLoopBackOff || p.LastExitCode == nil {
+		return false
+	}
+	code := *p.LastExitCode
+	if md.Spec.Router != nil && md.Spec.Router.Name == api.RouterLLMD {
+		return code == 1 || code == 2
+	}
+	return code == 2
 }
 
 // currentRouterPods are the live router Pods of obj's current template (the
@@ -336,4 +353,32 @@ func (d *deployment) Events() []kubelet.Event { return d.ctrl.Events() }
 // Pods hold no accelerators.
 func (d *deployment) Cost(context.Context) (clusters.Cost, error) {
 	return d.ctrl.Cost(), nil
+}
+
+// RouterConfig is the router ConfigMap <md>-router as the operator wrote it
+// (llm-d-router only).
+func (d *deployment) RouterConfig(ctx context.Context) (map[string]string, error) {
+	obj, err := d.Object(ctx)
+	if err != nil {
+		return nil, err
+	}
+	name := operator.RouterServiceName(obj)
+	if data, ok := d.ctrl.ConfigMap(name); ok {
+		return data, nil
+	}
+	return nil, fmt.Errorf("configmaps %q %w in namespace %q", name, clusters.ErrNotFound, d.namespace)
+}
+
+// PickerSeeds maps each live router Pod to its EPP's tie-break seed.
+func (d *deployment) PickerSeeds(ctx context.Context) (map[string]uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for _, p := range d.routerPods() {
+		if s, ok := d.seed(p.Namespace + "/" + p.Name); ok {
+			out[p.Name] = s
+		}
+	}
+	return out, nil
 }

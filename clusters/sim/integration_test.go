@@ -11,7 +11,6 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 func engineOf(router string) string {
@@ -24,7 +23,7 @@ func engineOf(router string) string {
 func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		t.Run(router, func(t *testing.T) {
-			c := newCluster(t, sim.Options{Programs: programs.Default()})
+			c := realCluster(t, sim.Options{})
 			d := deployReady(t, c, md("real", router, engineOf(router), 2))
 			ctx := ctxT(t, 20*time.Second)
 			logs, err := d.RouterLogs(ctx, clusters.LogOptions{})
@@ -72,7 +71,7 @@ func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
 func TestRealPrefillDecodePair(t *testing.T) {
 	for _, router := range []string{api.RouterVLLM, api.RouterSGLang} {
 		t.Run(router, func(t *testing.T) {
-			c := newCluster(t, sim.Options{Programs: programs.Default()})
+			c := realCluster(t, sim.Options{})
 			m := md("pd", router, engineOf(router), 1)
 			m.Spec.Roles = []api.Role{
 				{Name: "prefill", Kind: api.RoleKindPrefill, InstanceType: "sim-gpu"},

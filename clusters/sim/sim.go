@@ -31,6 +31,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/controller"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/clusters/sim/kvevents"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
@@ -41,9 +42,8 @@ const (
 	SGLangGatewayVersion = "sgl-model-gateway gateway-v0.3.1 (simulated)"
 )
 
-// ErrLLMDUnsupported is returned by Deploy for llm-d-router (after admission,
-// so llm-d admission rules still answer).
-var ErrLLMDUnsupported = errors.New("llm-d-router is not supported by the sim target yet")
+// LLMDRouterVersion is the llm-d-router the sim's epp and envoy emulate.
+const LLMDRouterVersion = "llm-d-router v0.10.0 epp + envoy (simulated)"
 
 // EngineKnobs become the engines' SIM_ENGINE_* environment when set; a role's
 // own env entry of the same name wins.
@@ -76,8 +76,10 @@ type Options struct {
 	// Namespace names the namespace of a deployment that names none
 	// (default "sim-" and five random characters per deployment).
 	Namespace func() string
-	// Programs overrides the registered emulators field by field
-	// (default programs.Default()).
+	// Programs overrides the emulators field by field; a nil field runs the
+	// sim's own (programs.New wired to this cluster: one KV-event bus for
+	// the vLLM publishers and the EPPs, Service names resolved for the EPP,
+	// the EPPs' seeds kept for PickerSeeds).
 	Programs programs.Registry
 	// Engine sets the engines' latency knobs for every deployment.
 	Engine EngineKnobs
@@ -100,13 +102,16 @@ type Options struct {
 	// ServingValidity bounds the age of a router's endpoint view (default 2 s;
 	// the operator's 15 s).
 	ServingValidity time.Duration
+	// PickerSeed seeds the random tie-break of every llm-d EPP's
+	// max-score-picker; 0 lets each EPP seed from the clock as the real one
+	// does. Either way Deployment.PickerSeeds reports the seed each EPP used.
+	PickerSeed uint64
 }
 
 func (o Options) withDefaults() Options {
 	if o.Namespace == nil {
 		o.Namespace = func() string { return kubelet.GenerateName("sim-") }
 	}
-	o.Programs = o.Programs.Merge(programs.Default())
 	if o.EngineVersions == nil {
 		o.EngineVersions = map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}
 	}
@@ -134,6 +139,8 @@ type Cluster struct {
 	mu          sync.Mutex
 	closed      bool
 	deployments map[string]*deployment // namespace/name
+	// seeds are the EPPs' picker seeds by namespace/pod.
+	seeds map[string]uint64
 }
 
 var _ clusters.Cluster = (*Cluster)(nil)
@@ -144,8 +151,10 @@ func New(opts Options) *Cluster {
 	c := &Cluster{
 		opts:        opts,
 		deployments: map[string]*deployment{},
+		seeds:       map[string]uint64{},
 	}
 	kopts := opts.Kubelet
+	kopts.ConfigMaps = c.configMap
 	userEvents, userStatus := kopts.EventSink, kopts.StatusSink
 	kopts.EventSink = func(e kubelet.Event) {
 		if p, ok := c.kube.Get(e.Namespace, e.Pod); ok {
@@ -166,6 +175,12 @@ func New(opts Options) *Cluster {
 		}
 	}
 	c.kube = kubelet.New(kopts)
+	// The programs that talk outside HTTP get this cluster: KV events on
+	// one bus, Service names resolved by the EPP's client, EPP seeds kept.
+	c.opts.Programs = opts.Programs.Merge(programs.New(programs.Deps{
+		KVEvents: kvevents.NewBus(), HTTPClient: c.serviceClient(), PickerSeed: opts.PickerSeed,
+		EPPStarted: c.eppStarted,
+	}))
 	c.http = &http.Client{
 		Timeout: 2 * time.Second,
 		Transport: &http.Transport{
@@ -210,12 +225,13 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 	env := clusters.Environment{
 		Target:          "sim",
 		OperatorVersion: "gpustack-operator (admission, rendering and status emulated by clusters/sim/operator)",
-		RouterImage: fmt.Sprintf("%s (simulated: %s, %s)", operator.DefaultRouterImage, VLLMRouterVersion,
-			SGLangGatewayVersion),
+		RouterImage: fmt.Sprintf("%s (simulated: %s, %s, %s)", operator.DefaultRouterImage, VLLMRouterVersion,
+			SGLangGatewayVersion, LLMDRouterVersion),
 		EngineImages: map[string]string{},
 		Notes: []string{
 			VLLMRouterVersion,
 			SGLangGatewayVersion,
+			LLMDRouterVersion,
 			"engines and routers are Go emulators on loopback addresses; there is no GPU",
 			"times are scaled: probes every " + c.opts.ProbePeriod.String() + ", restart back-off from " +
 				durationOr(c.opts.Kubelet.BackoffInitial, kubelet.DefaultBackoffInitial).String(),
@@ -234,8 +250,6 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 			switch {
 			case !slices.Contains(operator.RouterEngines[router], engine):
 				pair.Reason = operator.RouterEngineMismatch(router, engine)
-			case router == api.RouterLLMD:
-				pair.Reason = ErrLLMDUnsupported.Error()
 			case rm == nil:
 				pair.Reason = fmt.Sprintf("no %s program is registered in this build of the sim", rbin)
 			case em == nil:
@@ -309,7 +323,7 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 	md.Metadata.ResourceVersion = "1"
 	md.Metadata.CreationTimestamp = now.UTC().Format(time.RFC3339)
 	d := &deployment{name: md.Metadata.Name, namespace: md.Metadata.Namespace, kube: c.kube, http: c.http,
-		get: c.get, admit: c.admitUpdate, ctrl: controller.New(c.controllerConfig(), md)}
+		get: c.get, admit: c.admitUpdate, seed: c.seed, ctrl: controller.New(c.controllerConfig(), md)}
 	c.deployments[key] = d
 	d.ctrl.Start()
 	return d, nil
@@ -348,9 +362,6 @@ func (c *Cluster) owner(p kubelet.PodStatus) *deployment {
 // runnable refuses what the sim cannot run, after admission has passed.
 func (c *Cluster) runnable(md *api.ModelDeployment) error {
 	if md.Spec.Router != nil {
-		if md.Spec.Router.Name == api.RouterLLMD {
-			return ErrLLMDUnsupported
-		}
 		if m, bin := c.opts.Programs.Router(md.Spec.Router.Name); m == nil {
 			return fmt.Errorf("sim target: no %s program is registered; set sim.Options.Programs", bin)
 		}

@@ -31,11 +31,24 @@ var fakePrograms = programs.Registry{
 	VLLMRouter: simtest.Router, SGLangGateway: simtest.Router, VLLM: simtest.Engine, SGLang: simtest.Engine,
 }
 
+// newCluster is a sim whose engines and argv routers are the simtest
+// fakes unless opts names programs; realCluster runs the real emulators.
 func newCluster(t testing.TB, opts sim.Options) *sim.Cluster {
 	t.Helper()
 	if opts.Programs.VLLM == nil && opts.Programs.VLLMRouter == nil {
 		opts.Programs = fakePrograms
 	}
+	return startCluster(t, opts)
+}
+
+// realCluster is a sim running its own programs (nil Options.Programs).
+func realCluster(t testing.TB, opts sim.Options) *sim.Cluster {
+	t.Helper()
+	return startCluster(t, opts)
+}
+
+func startCluster(t testing.TB, opts sim.Options) *sim.Cluster {
+	t.Helper()
 	if opts.Kubelet.BackoffInitial == 0 {
 		opts.Kubelet.BackoffInitial = 20 * time.Millisecond
 		opts.Kubelet.BackoffMax = 100 * time.Millisecond
@@ -110,8 +123,8 @@ func TestDescribeReportsPairs(t *testing.T) {
 	want := map[[2]string]string{
 		{api.RouterVLLM, api.EngineVLLM}:     "",
 		{api.RouterSGLang, api.EngineSGLang}: "",
-		{api.RouterLLMD, api.EngineVLLM}:     "llm-d-router is not supported by the sim target yet",
-		{api.RouterLLMD, api.EngineSGLang}:   "llm-d-router is not supported by the sim target yet",
+		{api.RouterLLMD, api.EngineVLLM}:     "",
+		{api.RouterLLMD, api.EngineSGLang}:   "",
 		{api.RouterVLLM, api.EngineSGLang}:   `router "vllm-router" does not front engine "SGLang"; it accepts vLLM`,
 		{api.RouterSGLang, api.EngineVLLM}:   `router "sglang-gateway" does not front engine "vLLM"; it accepts SGLang`,
 	}
@@ -145,13 +158,15 @@ func TestDeployRefusesOnAdmission(t *testing.T) {
 	if len(c.Kubelet().ListStatus("", nil)) != 0 {
 		t.Fatal("a refused deployment created Pods")
 	}
-	_, err = c.Deploy(context.Background(), md("llmd", api.RouterLLMD, api.EngineVLLM, 2))
-	if !errors.Is(err, sim.ErrLLMDUnsupported) || err.Error() != "llm-d-router is not supported by the sim target yet" {
-		t.Fatalf("llm-d: %v", err)
+	for _, args := range [][]string{{"--config-file=/x"}, {"--config-file", "/x"}, {"--endpoint-selector=a=b"}} {
+		m := md("llmd", api.RouterLLMD, api.EngineVLLM, 2, args...)
+		if _, err := c.Deploy(context.Background(), m); !errors.As(err, &ae) ||
+			!strings.Contains(ae.Message, `is set by the operator for router "llm-d-router"`) {
+			t.Fatalf("llm-d owned flag %q: %v", args, err)
+		}
 	}
-	m := md("llmd", api.RouterLLMD, api.EngineVLLM, 2, "--config-file=/x")
-	if _, err := c.Deploy(context.Background(), m); !errors.As(err, &ae) {
-		t.Fatalf("llm-d admission still answers before the sim refuses: %v", err)
+	if len(c.Kubelet().ListStatus("", nil)) != 0 {
+		t.Fatal("a refused llm-d deployment created Pods")
 	}
 }
 

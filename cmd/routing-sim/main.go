@@ -43,7 +43,7 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, programs.Default()))
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, programs.Registry{}))
 }
 
 // lockedWriter serialises writes from the many goroutines that log.
@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	itl := fs.Duration("itl", 0, "engines' inter-token latency (SIM_ENGINE_ITL; 0 = engine default)")
 	tokens := fs.Int("output-tokens", 0, "tokens generated when max_tokens is absent (0 = engine default)")
 	startup := fs.Duration("startup-delay", 0, "engines' startup delay before /health answers")
+	seed := fs.Uint64("picker-seed", 0, "seed of llm-d-router's random tie-break (0 = each epp seeds from the clock)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: routing-sim -f md.yaml [flags]")
 		fs.PrintDefaults()
@@ -123,10 +124,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	cluster := sim.New(sim.Options{
-		Programs: progs,
-		Engine:   sim.EngineKnobs{TTFT: *ttft, ITL: *itl, OutputTokens: *tokens, StartupDelay: *startup},
+		Programs:   progs,
+		Engine:     sim.EngineKnobs{TTFT: *ttft, ITL: *itl, OutputTokens: *tokens, StartupDelay: *startup},
+		PickerSeed: *seed,
 		Kubelet: kubelet.Options{LogSink: func(l kubelet.LogLine) {
-			if l.Container != api.ContainerRouter && l.Container != api.ContainerEPP {
+			switch l.Container {
+			case api.ContainerRouter, api.ContainerEPP, api.ContainerEnvoy:
+			default:
 				return
 			}
 			w := stdout

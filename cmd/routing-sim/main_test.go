@@ -183,3 +183,54 @@ func TestRouterRefusingItsArgumentsExitsOneNamingWhy(t *testing.T) {
 		t.Fatalf("router stderr is streamed:\n%s\nstdout:\n%s", errb, out)
 	}
 }
+
+// The llm-d-router example runs on the real epp and envoy (the fake
+// engines stand in for vLLM): the router answers through envoy, and the
+// epp's startup lines and envoy's access log are streamed.
+func TestLLMDExampleServesThroughEnvoyAndStreamsBothContainers(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	var out, errb proc.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-f", filepath.Join("examples", "llm-d-router.yaml"), "--timeout", "20s",
+			"--picker-seed", "9"}, strings.NewReader(""), &out, &errb, fakePrograms)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "serving until interrupted") {
+		if time.Now().After(deadline) {
+			t.Fatalf("not serving; stdout:\n%s\nstderr:\n%s", &out, &errb)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	router := regexp.MustCompile(`router \(llm-d-router\):\s+(http://127\.[0-9.]+:8081/v1)`).FindStringSubmatch(out.String())
+	if router == nil {
+		t.Fatalf("router URL not printed:\n%s", &out)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Post(router[1]+"/chat/completions", "application/json", strings.NewReader(
+		`{"model":"Qwen/Qwen2.5-0.5B-Instruct","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	client.CloseIdleConnections()
+	if resp.StatusCode != 200 {
+		t.Fatalf("chat through llm-d-router: %d", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), `"upstream_host":"127.`); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no envoy access-log line streamed:\n%s", &out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	interrupt()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d; stderr %s", code, &errb)
+	}
+	all := out.String() + errb.String()
+	if !strings.Contains(all, "Effective raw configuration") || !strings.Contains(all, `"msg":"Calculated score"`) {
+		t.Fatalf("the epp's startup and --v=4 score lines are not streamed:\n%s", all)
+	}
+}

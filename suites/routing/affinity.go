@@ -1,11 +1,16 @@
 package routing
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 )
@@ -61,8 +66,24 @@ func AffinitySpec(input func() AffinitySpecInput) {
 		title := fmt.Sprintf("%d serial chats, %d-character shared prefix, streaming and not in turn", in.Requests, in.Config.Traffic.PrefixChars)
 		want := shapeWords(*exp.Split, in.Requests, len(rs))
 		report.Record(splitEntry(ClaimAffinity, in.Pair, title, s, rs, in.Requests, rep.Summary.Failed, want))
+		recordPickerSeeds(ctx, ClaimAffinity, in.Pair, dep)
 		report.Record(report.Claim{Claim: ClaimAffinity, Pair: in.Pair.String(), Expected: want,
 			Measured: fmt.Sprintf("%s, %d failed", s.Ratio(), rep.Summary.Failed)})
 		expectShape(s, *exp.Split, in.Requests)
 	})
+}
+
+// recordPickerSeeds records each llm-d EPP's tie-break seed when the target
+// knows it (clusters.PickerSeeder): the split of tied scores depends on it.
+func recordPickerSeeds(ctx context.Context, claim string, p api.Pair, dep clusters.Deployment) {
+	GinkgoHelper()
+	seeder, ok := dep.(clusters.PickerSeeder)
+	if !ok || p.Router != api.RouterLLMD {
+		return
+	}
+	seeds, err := seeder.PickerSeeds(ctx)
+	Expect(err).NotTo(HaveOccurred(), "reading the EPP picker seeds")
+	for _, pod := range slices.Sorted(maps.Keys(seeds)) {
+		report.Record(report.PickerSeed{Claim: claim, Pair: p.String(), Pod: pod, Seed: seeds[pod]})
+	}
 }

@@ -1,8 +1,6 @@
 package routing
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,8 +11,6 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
-	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 )
@@ -81,52 +77,12 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 		dep, err := own.Create(ctx, in.Target, spec)
 		Expect(err).NotTo(HaveOccurred(), "creating %s", own.Name)
 
-		By("waiting for the router container to exit")
-		var crashed clusters.RouterPod
-		in.eventually(ctx, spec, config.OpWaitRouterCrash, func(ctx context.Context) error {
-			pods, err := dep.RouterState(ctx)
-			if err != nil {
-				return err
-			}
-			for _, p := range pods {
-				if p.LastExitCode != nil {
-					crashed = p
-					return nil
-				}
-			}
-			return fmt.Errorf("no router container has terminated yet: %+v", pods)
-		}).Should(Succeed())
-
-		By("reading clap's error from the previous container's log")
 		var clap routerlog.ClapError
-		var stderr string
-		in.eventually(ctx, spec, config.OpWaitLogs, func(ctx context.Context) error {
-			logs, err := dep.RouterLogs(ctx, clusters.LogOptions{Previous: true})
-			if err != nil {
-				return err
-			}
-			stderr = routerlog.StripANSI(logs)
+		crash := in.awaitCrash(ctx, spec, dep, func(logs string) (err error) {
 			clap, err = routerlog.FindClapError(logs)
 			return err
-		}).Should(Succeed())
-
-		By("checking RouterReady is False")
-		var cond string
-		in.eventually(ctx, spec, config.OpWaitRouterCrash, func(ctx context.Context) error {
-			obj, err := dep.Object(ctx)
-			if err != nil {
-				return err
-			}
-			c := obj.Status.FindCondition(api.ConditionRouterReady)
-			if c == nil {
-				return errors.New("RouterReady is not reported yet")
-			}
-			cond = c.Status + "/" + c.Reason
-			if c.Status != "False" {
-				return fmt.Errorf("RouterReady is %s: %s", cond, c.Message)
-			}
-			return nil
-		}).Should(Succeed())
+		})
+		crashed, stderr, cond := crash.Pod, crash.Text, crash.RouterReady
 
 		report.Record(report.RouterExit{Claim: ClaimBadPolicy, Pair: in.Pair.String(), Value: in.Value, ExitCode: crashed.LastExitCode,
 			Restarts: crashed.Restarts, Ready: crashed.Ready, RouterReady: cond, Stderr: clap.Text})
@@ -143,29 +99,7 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 		}
 		Expect(stderr).To(refused, "the previous container's log")
 
-		By("checking the deployment never becomes Ready")
-		in.consistently(ctx, spec, config.OpConsistently, func(ctx context.Context) error {
-			obj, err := dep.Object(ctx)
-			if err != nil {
-				return err
-			}
-			if obj.Status.Phase == api.PhaseReady {
-				return errors.New("phase is Ready")
-			}
-			if c := obj.Status.FindCondition(api.ConditionRouterReady); c != nil && c.Status == "True" {
-				return errors.New("RouterReady is True")
-			}
-			pods, err := dep.RouterState(ctx)
-			if err != nil {
-				return err
-			}
-			for _, p := range pods {
-				if p.Ready {
-					return fmt.Errorf("router Pod %s is Ready", p.Name)
-				}
-			}
-			return nil
-		}).Should(Succeed())
+		in.expectNeverReady(ctx, spec, dep)
 
 		own.Release(ctx, in.Target)
 	})

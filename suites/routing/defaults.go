@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
@@ -67,11 +68,20 @@ func DefaultsSpec(input func() DefaultsSpecInput) {
 	})
 }
 
-// expectScorers reads llm-d-router's effective configuration from the epp
-// container's startup log (the line that prints it after defaults are
-// applied) and checks each documented scorer weight in its profile.
+// expectScorers checks each documented scorer weight twice: in the
+// EndpointPickerConfig the operator rendered (epp.yaml of the router
+// ConfigMap, read through the target) and in the epp container's startup
+// line that prints the configuration after defaults are applied (weights
+// as %.2f, docs/llmd.md#startup-log-lines).
 func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p api.Pair, exp fixtures.Expectation) {
 	GinkgoHelper()
+	By("reading the rendered EndpointPickerConfig from the router ConfigMap")
+	cfg, err := dep.RouterConfig(ctx)
+	Expect(err).NotTo(HaveOccurred(), "reading the router ConfigMap")
+	rendered, err := profileWeights(cfg["epp.yaml"])
+	Expect(err).NotTo(HaveOccurred(), "epp.yaml of the router ConfigMap:\n%s", cfg["epp.yaml"])
+
+	By("reading the epp's effective configuration from its startup log")
 	const marker = "Effective raw configuration"
 	var line string
 	t.eventually(ctx, ClaimDefaults, config.OpWaitLogs, func(ctx context.Context) error {
@@ -87,17 +97,55 @@ func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p api
 		}
 		return fmt.Errorf("no %q line in the epp log yet", marker)
 	}).Should(Succeed())
+
 	var missing, found []string
 	for _, s := range exp.Scorers {
+		if w, ok := rendered[s.Profile][s.Plugin]; !ok || w != s.Weight {
+			missing = append(missing, fmt.Sprintf("epp.yaml %s: %s weight %v (rendered: %v)", s.Profile, s.Plugin, s.Weight, rendered[s.Profile]))
+		}
 		want := fmt.Sprintf("{PluginRef: %s, Weight: %.2f}", s.Plugin, s.Weight)
 		profile := fmt.Sprintf("{Name: %s, Plugins: [", s.Profile)
 		i := strings.Index(line, profile)
 		if i < 0 || !strings.Contains(line[i:], want) {
-			missing = append(missing, s.Profile+": "+want)
+			missing = append(missing, "effective configuration "+s.Profile+": "+want)
 			continue
 		}
 		found = append(found, fmt.Sprintf("%s %s %.0f", s.Profile, s.Plugin, s.Weight))
 	}
-	report.Record(report.Claim{Claim: ClaimDefaults, Pair: p.String(), Expected: exp.Summary, Measured: strings.Join(found, ", ")})
-	Expect(missing).To(BeEmpty(), "scorers missing from the effective configuration: %s", line)
+	report.Record(report.Claim{Claim: ClaimDefaults, Pair: p.String(), Expected: exp.Summary,
+		Measured: "rendered and effective: " + strings.Join(found, ", ")})
+	Expect(missing).To(BeEmpty(), "scorers missing or different; effective configuration line: %s", line)
+}
+
+// profileWeights reads an EndpointPickerConfig's scheduling profiles into
+// profile -> plugin -> weight; a plugin listed without a weight has the
+// loader's default 1 (docs/llmd.md#config-file).
+func profileWeights(doc string) (map[string]map[string]float64, error) {
+	var cfg struct {
+		Profiles []struct {
+			Name    string `json:"name"`
+			Plugins []struct {
+				PluginRef string   `json:"pluginRef"`
+				Weight    *float64 `json:"weight"`
+			} `json:"plugins"`
+		} `json:"schedulingProfiles"`
+	}
+	if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
+		return nil, err
+	}
+	if len(cfg.Profiles) == 0 {
+		return nil, fmt.Errorf("no schedulingProfiles")
+	}
+	out := map[string]map[string]float64{}
+	for _, p := range cfg.Profiles {
+		out[p.Name] = map[string]float64{}
+		for _, pl := range p.Plugins {
+			w := 1.0
+			if pl.Weight != nil {
+				w = *pl.Weight
+			}
+			out[p.Name][pl.PluginRef] = w
+		}
+	}
+	return out, nil
 }

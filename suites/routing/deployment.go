@@ -31,6 +31,9 @@ type PairDeployment struct {
 	RouterArgs []string
 	// Name is metadata.name.
 	Name string
+	// Replicas, when > 0, overrides the config's engine replicas: a
+	// deployment whose router never starts needs only one engine Pod.
+	Replicas int32
 
 	// perSpec: created for one spec, deleted when that spec ends.
 	perSpec  bool
@@ -61,13 +64,22 @@ func (t Target) own(p api.Pair, name string, routerArgs ...string) *PairDeployme
 	return &PairDeployment{Pair: p, RouterArgs: routerArgs, Name: name, perSpec: true}
 }
 
+// options are the fixture options the deployment is built with.
+func (d *PairDeployment) options() []fixtures.Option {
+	opts := []fixtures.Option{fixtures.WithRouterArgs(d.RouterArgs...)}
+	if d.Replicas > 0 {
+		opts = append(opts, fixtures.WithReplicas(d.Replicas))
+	}
+	return opts
+}
+
 // Create creates the deployment once and returns the target's answer: the
 // deployment, or the error Deploy gave (an admission refusal is a
 // *clusters.AdmissionError), the same answer to every later call.
 func (d *PairDeployment) Create(ctx context.Context, t Target, claim string) (clusters.Deployment, error) {
 	GinkgoHelper()
 	if !d.created {
-		md := t.build(d.Pair, d.Name, fixtures.WithRouterArgs(d.RouterArgs...))
+		md := t.build(d.Pair, d.Name, d.options()...)
 		Expect(md.Spec.Router).NotTo(BeNil(), "the suite deploys routed ModelDeployments only")
 		Expect(md.Spec.Roles).NotTo(BeEmpty())
 		By(fmt.Sprintf("creating ModelDeployment %s (%s in front of %d %s replicas, router args %q)", md.Metadata.Name,
@@ -100,7 +112,7 @@ func (d *PairDeployment) Ready(ctx context.Context, t Target, claim string) clus
 	GinkgoHelper()
 	if !d.created {
 		if cc, ok := t.Cluster.(clusters.CapacityChecker); ok {
-			md := t.build(d.Pair, d.Name, fixtures.WithRouterArgs(d.RouterArgs...))
+			md := t.build(d.Pair, d.Name, d.options()...)
 			fits, reason, err := cc.CanRun(ctx, md)
 			Expect(err).NotTo(HaveOccurred(), "checking free accelerators for %s", d.Name)
 			if !fits {

@@ -25,11 +25,15 @@ import (
 	"github.com/gpustack/routing-conformance/fixtures"
 )
 
-// Labels every documented-claim spec carries besides router:, engine:,
-// policy: and feature:.
+// Labels every claim's spec carries besides router:, engine:, policy: and
+// feature:: claim:documented or claim:extended (the claims entry's kind in
+// fixtures/expect.yaml), and the topology.
 const (
 	LabelDocumented = "claim:documented"
-	LabelServer     = "topology:server"
+	// LabelExtended marks claims beyond the routing page, whose outcomes
+	// are derived from the routers' algorithms.
+	LabelExtended = "claim:extended"
+	LabelServer   = "topology:server"
 	// LabelNeedsGPU marks specs that run engines: on a real cluster they
 	// need accelerators; `--label-filter='!needs:gpu'` runs the rest.
 	LabelNeedsGPU = "needs:gpu"
@@ -48,8 +52,8 @@ type Claim struct {
 	Name string
 	// Title is the text of the claim's container in the spec tree.
 	Title string
-	// Labels are the claim's labels besides claim:documented,
-	// topology:server and feature:<name>.
+	// Labels are the claim's labels besides claim:documented (or
+	// claim:extended), topology:server and feature:<name>.
 	Labels []string
 	// PolicyLabel adds policy:<the --policy of the claim's routerArgs, else
 	// the router's default> to each pair's container.
@@ -208,8 +212,15 @@ func isolated() (bool, error) {
 // exactly the replicas, which earlier traffic to the same replicas cannot
 // change; the router counters it and roundrobin read are deltas. admission's
 // "admitted" check is the round-robin deployment's own creation, which the
-// webhook admitted. A claim added later must be as indifferent to history,
-// or have its Deployment return false.
+// webhook admitted. The extended claims on the default deployment
+// (concurrency, routingtext, the thresholds' defaults case) start from
+// fresh prompts or session ids and judge deltas over their own requests;
+// those that hold requests first wait until the router shows nothing in
+// flight; the candidate order they rely on ("first on ties") holds while
+// membership does (and a concurrency level's one-replica shape holds
+// whichever replica its warm-up took). A claim
+// added later must be as indifferent to history, or have its Deployment
+// return false.
 //
 // E2E_ISOLATE=1 gives every spec its own deployment again (named
 // <claim>-<pair>, as before sharing), without Ordered containers.
@@ -291,8 +302,16 @@ func sharedText(args []string) string {
 	return fmt.Sprintf("%s with router args %s", sharedTextPrefix, strings.Join(args, " "))
 }
 
+// kindLabel is claim:extended for an extended claim, else claim:documented.
+func kindLabel(claim string) string {
+	if fixtures.ClaimKind(claim) == fixtures.KindExtended {
+		return LabelExtended
+	}
+	return LabelDocumented
+}
+
 func describeClaim(c Claim, p api.Pair, input func() Input) {
-	labels := append(Labels{LabelDocumented, fixtures.FeatureLabel(c.Name), LabelServer}, c.Labels...)
+	labels := append(Labels{kindLabel(c.Name), fixtures.FeatureLabel(c.Name), LabelServer}, c.Labels...)
 	if c.PolicyLabel {
 		labels = append(labels, policyLabel(c.Name, p))
 	}

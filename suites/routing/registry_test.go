@@ -96,9 +96,14 @@ func TestRegistryNamesAreTheIntervalKeysOfE2EYAML(t *testing.T) {
 	}
 	noEnv := func(string) (string, bool) { return "", false }
 	_, err := config.Parse("e2e.yaml", []byte("intervals:\n  affinty/wait-ready: [1m, 1s]\n"), t.TempDir(), noEnv, ClaimNames()...)
-	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, admission, affinity, badpolicy, defaults, metrics, roundrobin (line 2)`
+	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, admission, affinity, badpolicy, `
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v\nwant %q", err, want)
+	}
+	for _, name := range ClaimNames() {
+		if err != nil && !strings.Contains(err.Error(), " "+name+",") && !strings.Contains(err.Error(), " "+name+" (line") {
+			t.Errorf("the error does not list the claim %q: %v", name, err)
+		}
 	}
 	for _, name := range ClaimNames() {
 		c, err := config.Parse("e2e.yaml", []byte("intervals:\n  "+name+"/wait-ready: [1m, 1s]\n"), t.TempDir(), noEnv, ClaimNames()...)
@@ -160,16 +165,64 @@ func TestRegistryREADMEClaimTableListsEveryClaim(t *testing.T) {
 	}
 }
 
+// documentedClaims are the registered claims of kind documented.
+func documentedClaims() []Claim {
+	var out []Claim
+	for _, c := range Claims() {
+		if fixtures.ClaimKind(c.Name) == fixtures.KindDocumented {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// simEnginePods counts the engine Pods the claims start on the sim, where
+// only the argv pairs run (llm-d-router is not simulated yet): two per
+// shared deployment, per bad --policy value and per thresholds case with
+// router args of its own; one per bad threshold value.
+func simEnginePods(claims []Claim) (pods, deployments int) {
+	has := func(name string) bool {
+		return slices.ContainsFunc(claims, func(c Claim) bool { return c.Name == name })
+	}
+	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang} {
+		gs, _ := plan(claims, p, false)
+		n := len(gs)
+		if has(ClaimBadPolicy) {
+			n += len(badValues(p))
+		}
+		if has(ClaimThresholds) {
+			exp, _ := fixtures.Lookup(ClaimThresholds, p)
+			for _, h := range exp.Thresholds {
+				if len(h.RouterArgs) > 0 {
+					n++
+				}
+			}
+		}
+		pods += 2 * n
+		deployments += n
+		if has(ClaimBadThreshold) {
+			exp, _ := fixtures.Lookup(ClaimBadThreshold, p)
+			bad := len(badThresholdArgs(exp))
+			pods += badThresholdReplicas * bad
+			deployments += bad
+		}
+	}
+	return pods, deployments
+}
+
 // On the sim only the argv pairs run (llm-d-router is not simulated): the
 // documented suite must start at most 18 engine Pods there, and each
-// shared deployment is named for its args.
+// shared deployment is named for its args. The extended claims share the
+// default deployment where they can (concurrency, routing text, the
+// thresholds' default case); every other policy or threshold setting is a
+// deployment of its own.
 func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	type shape struct {
 		groups map[string][]string // args -> claims
 		alone  []string
 	}
-	read := func(p api.Pair, isolate bool) shape {
-		gs, alone := plan(Claims(), p, isolate)
+	read := func(claims []Claim, p api.Pair, isolate bool) shape {
+		gs, alone := plan(claims, p, isolate)
 		s := shape{groups: map[string][]string{}}
 		for _, g := range gs {
 			for _, c := range g.claims {
@@ -181,38 +234,46 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		}
 		return s
 	}
-	vr := read(fixtures.VLLMRouterVLLM, false)
+	doc := documentedClaims()
+	vr := read(doc, fixtures.VLLMRouterVLLM, false)
 	if got := vr.groups[""]; !slices.Equal(got, []string{"defaults", "affinity"}) {
 		t.Errorf("vllm-router default deployment: %v", got)
 	}
 	if got := vr.groups["--policy round_robin"]; !slices.Equal(got, []string{"roundrobin", "admission", "metrics"}) {
 		t.Errorf("vllm-router round-robin deployment: %v", got)
 	}
-	sg := read(fixtures.SGLangGatewaySGLang, false)
+	sg := read(doc, fixtures.SGLangGatewaySGLang, false)
 	if got := sg.groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics"}) {
 		t.Errorf("sglang-gateway default deployment: %v", got)
 	}
 	if got := sg.groups["--policy round_robin"]; !slices.Equal(got, []string{"roundrobin", "admission"}) {
 		t.Errorf("sglang-gateway round-robin deployment: %v", got)
 	}
-	ld := read(fixtures.LLMDRouterVLLM, false)
+	ld := read(doc, fixtures.LLMDRouterVLLM, false)
 	if len(ld.groups) != 1 || !slices.Equal(ld.groups[""], []string{"defaults", "affinity", "metrics"}) ||
 		!slices.Equal(ld.alone, []string{"roundrobin", "badpolicy", "admission"}) {
 		t.Errorf("llm-d-router: %+v", ld)
 	}
-	if iso := read(fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
+	if iso := read(Claims(), fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
 		t.Errorf("E2E_ISOLATE: %+v", iso)
 	}
-
-	// Deployments that start engines on the sim: the shared ones and one
-	// per bad --policy value; two replicas each.
-	deployments := 0
-	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang} {
-		gs, _ := plan(Claims(), p, false)
-		deployments += len(gs) + len(badValues(p))
-	}
-	if pods := 2 * deployments; pods > 18 {
+	if pods, deployments := simEnginePods(doc); pods > 18 {
 		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments), want at most 18", pods, deployments)
+	}
+
+	all := Claims()
+	if got := read(all, fixtures.VLLMRouterVLLM, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "concurrency", "routingtext", "thresholds"}) {
+		t.Errorf("vllm-router default deployment with the extended claims: %v", got)
+	}
+	if got := read(all, fixtures.SGLangGatewaySGLang, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics", "concurrency", "routingtext", "thresholds"}) {
+		t.Errorf("sglang-gateway default deployment with the extended claims: %v", got)
+	}
+	if got := read(all, fixtures.LLMDRouterSGLang, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics", "concurrency"}) {
+		t.Errorf("llm-d-router default deployment with the extended claims: %v", got)
+	}
+	// The README's figure: keep it in step when a claim adds a deployment.
+	if pods, deployments := simEnginePods(all); pods != 52 || deployments != 29 {
+		t.Errorf("documented plus extended claims on the sim start %d engine Pods (%d deployments); the README says 52 (29)", pods, deployments)
 	}
 
 	if a, b := SharedDeployment(fixtures.VLLMRouterVLLM, nil).Name, SharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}).Name; a == b ||

@@ -30,6 +30,8 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 				OutputTokens: cfg.Sim.EngineOutputTokens,
 			},
 			EngineVersions: versions,
+			// The llm-d EPPs' tie-break follows the run's seed (--seed).
+			PickerSeed: uint64(GinkgoRandomSeed()),
 		}), nil
 	case config.TargetKube, config.TargetKind:
 		return kube.Connect(ctx, kubeOptions(cfg, s))

@@ -71,6 +71,15 @@ type Controller struct {
 	observedAt time.Time
 	podsSeen   string
 	converged  bool
+	// configMap is the router ConfigMap the operator renders (llm-d-router
+	// only): its name and data, nil when there is none.
+	configMapName string
+	configMap     map[string]string
+	// rendered is the router render of generation renderedGen: the spec
+	// is all it reads, so a pass renders again only after an edit (the
+	// llm-d render marshals a YAML document).
+	rendered    *operator.RouterWorkload
+	renderedGen int64
 
 	cost clusters.CostLedger
 
@@ -218,6 +227,48 @@ func (c *Controller) warn(reason, msg string)   { c.own("Warning", reason, msg) 
 
 func (c *Controller) own(typ, reason, msg string) {
 	c.Record(kubelet.Event{Time: time.Now(), Namespace: c.namespace, Type: typ, Reason: reason, Message: msg})
+}
+
+// renderRouter is operator.RenderRouter(md), kept per generation.
+func (c *Controller) renderRouter(md *api.ModelDeployment) (operator.RouterWorkload, error) {
+	c.mu.Lock()
+	if c.rendered != nil && c.renderedGen == md.Metadata.Generation {
+		w := *c.rendered
+		c.mu.Unlock()
+		return w, nil
+	}
+	c.mu.Unlock()
+	w, err := operator.RenderRouter(md)
+	if err != nil {
+		return w, err
+	}
+	c.mu.Lock()
+	c.rendered, c.renderedGen = &w, md.Metadata.Generation
+	c.mu.Unlock()
+	return w, nil
+}
+
+// storeConfigMap keeps the rendered router ConfigMap, as the operator
+// writes <md>-router; nil data prunes it.
+func (c *Controller) storeConfigMap(name string, data map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if data == nil {
+		c.configMapName, c.configMap = "", nil
+		return
+	}
+	c.configMapName, c.configMap = name, maps.Clone(data)
+}
+
+// ConfigMap returns the data of the deployment's ConfigMap name, if the
+// operator has written one by that name and the deployment is not gone.
+func (c *Controller) ConfigMap(name string) (map[string]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.configMap == nil || name != c.configMapName {
+		return nil, false
+	}
+	return maps.Clone(c.configMap), true
 }
 
 // PodChanged takes the kubelet's status update of one of this deployment's

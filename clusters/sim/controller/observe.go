@@ -77,7 +77,8 @@ func fingerprint(engines map[string][]kubelet.PodStatus, routers []kubelet.PodSt
 
 func (c *Controller) observeOne(ctx context.Context, p kubelet.PodStatus) operator.RouterView {
 	v := operator.RouterView{Pod: p.Name, ObservedAt: time.Now()}
-	url := "http://" + net.JoinHostPort(p.IP, strconv.Itoa(api.RouterHTTPPort)) + operator.ObserverPath
+	url := "http://" + net.JoinHostPort(p.IP, strconv.Itoa(operator.ObserverPort(p.Labels[api.LabelRouter]))) +
+		operator.ObserverPath
 	body, err := c.cfg.Get(ctx, url, 500*time.Millisecond, 4<<20)
 	if err != nil {
 		v.Err = err
@@ -107,7 +108,7 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 	}
 	var hash string
 	if md.Spec.Router != nil {
-		if w, err := operator.RenderRouter(md); err == nil {
+		if w, err := c.renderRouter(md); err == nil {
 			hash = w.TemplateHash
 		}
 	}

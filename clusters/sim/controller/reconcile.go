@@ -157,9 +157,13 @@ func (c *Controller) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 		env[e.Name] = e.Value
 	}
 	period := c.cfg.ProbePeriod
+	ports := []int{int(w.Port)}
+	for _, p := range w.ExtraPorts {
+		ports = append(ports, int(p))
+	}
 	ctr := kubelet.ContainerSpec{
 		Name: w.Container, Image: w.Image, Command: w.Command, Args: w.Args, Env: env,
-		Ports: []int{int(w.Port)}, Main: main,
+		Ports: ports, Main: main,
 	}
 	if !w.Unmanaged {
 		probe := func(period time.Duration, threshold int) *kubelet.Probe {
@@ -207,16 +211,18 @@ func (c *Controller) deletePod(p kubelet.PodStatus, why string) {
 // one once the new one is ready.
 func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.PodStatus) {
 	if md.Spec.Router == nil {
+		c.storeConfigMap("", nil)
 		for _, p := range pods {
 			c.deletePod(p, "spec.router was removed")
 		}
 		return
 	}
-	w, err := operator.RenderRouter(md)
+	w, err := c.renderRouter(md)
 	if err != nil {
 		c.warn("RenderFailed", err.Error())
 		return
 	}
+	c.storeConfigMap(w.Name, w.Config)
 	desired := int(md.Spec.Router.RouterReplicas())
 	surge := int(math.Ceil(float64(desired) * 0.25))
 	unavailable := int(math.Floor(float64(desired) * 0.25))
@@ -276,22 +282,41 @@ func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.Pod
 }
 
 func (c *Controller) createRouter(md *api.ModelDeployment, w operator.RouterWorkload) {
-	main := c.cfg.Programs.Command(w.Command)
-	if main == nil {
-		main = programs.NotFound(w.Command)
-	}
 	spec := kubelet.PodSpec{
 		Name:        kubelet.GenerateName(w.Name + "-" + w.TemplateHash + "-"),
 		Namespace:   md.Metadata.Namespace,
 		Labels:      maps.Clone(w.Labels),
 		Annotations: maps.Clone(w.Annotations),
-		Containers: []kubelet.ContainerSpec{{
-			Name: w.Container, Image: w.Image, Command: append(slices.Clone(w.Command), w.Args...),
-			Args: slices.Clone(w.Args), Env: map[string]string{},
-			Ports: []int{api.RouterHTTPPort, api.RouterMetricsPort}, Main: main, WatchPods: true,
-			ReadinessProbe: &kubelet.Probe{TCPPort: api.RouterHTTPPort, Period: c.cfg.ProbePeriod,
-				FailureThreshold: readinessFailureThreshold},
-		}},
+	}
+	for _, t := range w.Containers {
+		main := c.cfg.Programs.Command(t.Program)
+		if main == nil {
+			main = programs.NotFound(t.Program)
+		}
+		ctr := kubelet.ContainerSpec{
+			Name: t.Name, Image: t.Image, Command: append(slices.Clone(t.Command), t.Args...),
+			Args: slices.Clone(t.Args), Env: map[string]string{}, Main: main, WatchPods: t.WatchPods,
+		}
+		for _, p := range t.Ports {
+			ctr.Ports = append(ctr.Ports, p.Port)
+		}
+		for _, e := range t.Env {
+			src := kubelet.EnvSource{Name: e.Name, FieldPath: e.FieldPath}
+			if e.ConfigMapKey != "" {
+				src.ConfigMap, src.Key = w.Name, e.ConfigMapKey
+			}
+			ctr.EnvFrom = append(ctr.EnvFrom, src)
+		}
+		if t.ConfigMount != "" {
+			ctr.Mounts = []kubelet.ConfigMapMount{{Path: t.ConfigMount, ConfigMap: w.Name}}
+		}
+		// A gRPC health probe is a TCP connect in the sim: the EPP accepts
+		// on its health port once it serves (router/llmd/epp).
+		if port := max(t.ReadinessTCP, t.ReadinessGRPC); port > 0 {
+			ctr.ReadinessProbe = &kubelet.Probe{TCPPort: port, Period: c.cfg.ProbePeriod,
+				FailureThreshold: readinessFailureThreshold}
+		}
+		spec.Containers = append(spec.Containers, ctr)
 	}
 	c.createPod(spec, "router "+md.Spec.Router.Name)
 }

@@ -67,6 +67,9 @@ type Options struct {
 	LogSink func(LogLine)
 	// EventSink, if set, receives every event the kubelet records.
 	EventSink func(Event)
+	// ConfigMaps, if set, looks up a ConfigMap's data for containers' env
+	// sources and volumes; without it every reference is missing.
+	ConfigMaps func(namespace, name string) (map[string]string, bool)
 	// StatusSink, if set, receives a Pod's status after every change the
 	// kubelet makes to it (created, a container started or stopped,
 	// readiness, deletion requested, removed), one call at a time and in
@@ -167,6 +170,13 @@ type ContainerSpec struct {
 	// Args is what Main receives (argv without the program).
 	Args []string
 	Env  map[string]string
+	// EnvFrom are env entries resolved at each start (ConfigMap keys and
+	// downward-API fields); they override Env. Args are then expanded:
+	// $(VAR) takes the value of VAR in the resolved env.
+	EnvFrom []EnvSource
+	// Mounts are ConfigMap volumes, read at each start; the program sees
+	// them as proc.Container.Files.
+	Mounts []ConfigMapMount
 	// Ports are the container ports; the Pod IP is chosen so they are free.
 	Ports []int
 	Main  proc.Main

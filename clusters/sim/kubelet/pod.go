@@ -95,8 +95,27 @@ func (k *Kubelet) supervise(p *pod, c *container) {
 			k.mu.Unlock()
 			return
 		}
+		prep, err := k.prepare(p, c)
+		if err != nil {
+			k.mu.Lock()
+			changed := c.waiting != ReasonCreateContainerConfigError
+			c.waiting = ReasonCreateContainerConfigError
+			k.mu.Unlock()
+			if changed {
+				k.changed(p)
+			}
+			k.event(p, "Warning", "Failed", "Error: "+err.Error())
+			if !sleep(p.ctx, backoff) {
+				k.mu.Lock()
+				c.waiting = ""
+				k.mu.Unlock()
+				return
+			}
+			backoff = min(backoff*2, k.opts.BackoffMax)
+			continue
+		}
 		started := time.Now()
-		code, reason := k.runInstance(p, c, started)
+		code, reason := k.runInstance(p, c, started, prep)
 		finished := time.Now()
 
 		term := &Termination{ExitCode: code, Reason: reason, StartedAt: started, FinishedAt: finished}
@@ -134,7 +153,7 @@ func (k *Kubelet) supervise(p *pod, c *container) {
 // runInstance runs Main once and returns its exit code and termination
 // reason. A Main that ignores its cancelled context past the grace period is
 // abandoned with exit code 137, as the kubelet would SIGKILL it.
-func (k *Kubelet) runInstance(p *pod, c *container, started time.Time) (int32, string) {
+func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prepared) (int32, string) {
 	sink := func(stream, text string, t time.Time) {
 		if k.opts.LogSink != nil {
 			k.opts.LogSink(LogLine{Time: t, Namespace: p.spec.Namespace, Pod: p.spec.Name,
@@ -147,16 +166,14 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time) (int32, s
 
 	inst := &instance{pod: p}
 	view := &proc.Container{
-		Args:   append([]string(nil), c.spec.Args...),
-		Env:    maps.Clone(c.spec.Env),
+		Args:   prep.args,
+		Env:    prep.env,
+		Files:  prep.files,
 		Stdout: streamWriter{logs, "stdout"},
 		Stderr: streamWriter{logs, "stderr"},
 		Pod: proc.PodInfo{Name: p.spec.Name, Namespace: p.spec.Namespace, UID: p.uid, IP: p.ip,
 			Labels: maps.Clone(p.spec.Labels), Annotations: maps.Clone(p.spec.Annotations)},
 		Listen: inst.listen,
-	}
-	if view.Env == nil {
-		view.Env = map[string]string{}
 	}
 	if c.spec.WatchPods {
 		view.Pods = k.Pods()

@@ -149,7 +149,11 @@ type RouterWorkload struct {
 	Image       string
 	Labels      map[string]string
 	Annotations map[string]string
-	// Config is the llm-d ConfigMap data (nil for the argv routers).
+	// Containers are the Pod's containers in start order: the one router
+	// container, or llm-d's envoy then epp.
+	Containers []ContainerTemplate
+	// Config is the llm-d ConfigMap <md>-router's data (nil for the argv
+	// routers, which render none).
 	Config map[string]string
 	// EndpointSelector is the llm-d string form of the discovery selector.
 	EndpointSelector string
@@ -213,6 +217,11 @@ func RenderRouter(md *api.ModelDeployment) (RouterWorkload, error) {
 		} else {
 			w.Command = []string{BinarySGLangGateway}
 		}
+		w.Containers = []ContainerTemplate{{
+			Name: w.Container, Image: w.Image, Command: w.Command, Program: w.Command, Args: w.Args,
+			Ports:        []ContainerPort{{Name: "http", Port: api.RouterHTTPPort}, {Name: "metrics", Port: api.RouterMetricsPort}},
+			ReadinessTCP: api.RouterHTTPPort, WatchPods: true,
+		}}
 	case api.RouterLLMD:
 		w.Container = api.ContainerEPP
 		w.Command = []string{BinaryEPP}
@@ -231,12 +240,14 @@ func RenderRouter(md *api.ModelDeployment) (RouterWorkload, error) {
 		}
 		extra, _ := json.Marshal(r.ExtraArgs)
 		w.Config = map[string]string{
-			"epp.yaml":              cfg,
-			"endpoint-selector":     w.EndpointSelector,
-			"endpoint-target-ports": strconv.Itoa(int(port)),
-			"extra-args.json":       string(extra),
+			ConfigKeyEPP:         cfg,
+			ConfigKeyEnvoy:       RenderEnvoyConfig(r.RequestTimeoutSeconds),
+			ConfigKeySelector:    w.EndpointSelector,
+			ConfigKeyTargetPorts: strconv.Itoa(int(port)),
+			ConfigKeyExtraArgs:   string(extra),
 		}
-		w.Annotations[AnnotationRouterConfig] = hashStrings(w.Config)
+		w.Annotations[AnnotationRouterConfig] = hashRouterConfig(w.Config)
+		w.Containers = llmdContainers(w.Image, w.Args)
 	default:
 		return RouterWorkload{}, fmt.Errorf("unsupported router %q", r.Name)
 	}
@@ -327,9 +338,12 @@ type EngineWorkload struct {
 	Program []string
 	Args    []string
 	// Unmanaged is true for a take-over role (spec.roles[].command set).
-	Unmanaged   bool
-	Env         []api.EnvVar
-	Port        int32
+	Unmanaged bool
+	Env       []api.EnvVar
+	Port      int32
+	// ExtraPorts are the listeners the operator synthesizes beside the
+	// serving port (the KV-event publisher's 5557 and 5558).
+	ExtraPorts  []int32
 	Scheme      string
 	Labels      map[string]string
 	Annotations map[string]string
@@ -384,6 +398,10 @@ func RenderEngine(md *api.ModelDeployment, role *api.Role, ordinal int) (EngineW
 		}
 		conn, env := connectorArgs(md, role)
 		w.Args = append(w.Args, conn...)
+		if publishesKVEvents(md, role) {
+			w.Args = append(w.Args, kvEventsArgs()...)
+			w.ExtraPorts = []int32{VLLMKVEventsPort, VLLMKVEventsReplayPort}
+		}
 		w.Args = append(w.Args, role.ExtraArgs...)
 		w.Args = fillBindArgs(w.Args, w.Port)
 		w.Env = appendEnvIfAbsent(w.Env, env)
@@ -520,7 +538,8 @@ func podTemplateHash(w RouterWorkload) string {
 		Container, Image string
 		Command, Args    []string
 		Annotations      map[string]string
-	}{w.Container, w.Image, w.Command, w.Args, w.Annotations})
+		Containers       []ContainerTemplate
+	}{w.Container, w.Image, w.Command, w.Args, w.Annotations, w.Containers})
 	h.Write(b)
 	return utilrand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
@@ -531,12 +550,12 @@ func hashJSON(v any) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-func hashStrings(m map[string]string) string {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		fmt.Fprintf(h, "%s\x00%s\x00", k, m[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+// hashRouterConfig is the config-hash annotation: sha256 of the ConfigMap
+// data as JSON (hashRouterConfig in model_deployment_router.go @36d990eb).
+func hashRouterConfig(data map[string]string) string {
+	b, _ := json.Marshal(data)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // RouterContainer names the container that runs md's router program:

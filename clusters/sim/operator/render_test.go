@@ -301,3 +301,77 @@ func TestRenderEngineArgsFillsBindFlagsOnlyWhenAbsent(t *testing.T) {
 		t.Fatalf("a take-over command is used verbatim: %v", got)
 	}
 }
+
+func TestRenderLLMDPodConfigMapAndEnvoy(t *testing.T) {
+	md := newMD(api.RouterLLMD, api.EngineVLLM)
+	md.Spec.Router.RequestTimeoutSeconds = api.Ptr(int32(90))
+	w, err := RenderRouter(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Containers) != 2 || w.Containers[0].Name != "envoy" || w.Containers[1].Name != "epp" {
+		t.Fatalf("containers: %+v", w.Containers)
+	}
+	envoy, epp := w.Containers[0], w.Containers[1]
+	if strings.Join(envoy.Args, " ") != "-c /config/envoy.yaml" || envoy.Command != nil || envoy.ReadinessTCP != 8081 ||
+		envoy.ConfigMount != "/config" || envoy.Image != DefaultRouterProxyImage {
+		t.Errorf("envoy: %+v", envoy)
+	}
+	var ports []int
+	for _, p := range epp.Ports {
+		ports = append(ports, p.Port)
+	}
+	if !slices.Equal(ports, []int{9002, 9003, 9090}) || epp.ReadinessGRPC != 9003 || !epp.WatchPods {
+		t.Errorf("epp ports and probe: %+v", epp)
+	}
+	env := map[string]string{}
+	for _, e := range epp.Env {
+		env[e.Name] = e.ConfigMapKey + e.FieldPath
+	}
+	if env["ENDPOINT_SELECTOR"] != "endpoint-selector" || env["ENDPOINT_TARGET_PORTS"] != "endpoint-target-ports" ||
+		env["NAMESPACE"] != "metadata.namespace" || env["POD_NAME"] != "metadata.name" {
+		t.Errorf("epp env: %v", env)
+	}
+	if !strings.Contains(w.Config["envoy.yaml"], "timeout: 90s}") || w.Config["endpoint-target-ports"] != "8000" ||
+		w.Config["extra-args.json"] != "null" && w.Config["extra-args.json"] != "[]" {
+		t.Errorf("config: envoy timeout, ports, extra args: %q %q", w.Config["endpoint-target-ports"], w.Config["extra-args.json"])
+	}
+	if !strings.Contains(RenderEnvoyConfig(nil), "timeout: 86400s}") {
+		t.Error("without requestTimeoutSeconds the route timeout is a day")
+	}
+	// An extraArgs edit changes only extra-args.json and the argv: the hash and the Pod roll.
+	before := w.Annotations[AnnotationRouterConfig]
+	md.Spec.Router.ExtraArgs = []string{"--v=4"}
+	w2, _ := RenderRouter(md)
+	if w2.Annotations[AnnotationRouterConfig] == before || w2.TemplateHash == w.TemplateHash ||
+		w2.Config["extra-args.json"] != `["--v=4"]` {
+		t.Fatalf("extraArgs edit: hash %s -> %s, template %s -> %s", before, w2.Annotations[AnnotationRouterConfig],
+			w.TemplateHash, w2.TemplateHash)
+	}
+}
+
+func TestKVEventsConfigOnProducingVLLMRolesUnderLLMD(t *testing.T) {
+	const doc = `{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558","buffer_steps":10000,"hwm":100000,"max_queue_size":100000,"topic":"kv@"}`
+	for _, c := range []struct {
+		router, engine, kind string
+		want                 bool
+	}{
+		{api.RouterLLMD, api.EngineVLLM, api.RoleKindServer, true},
+		{api.RouterLLMD, api.EngineVLLM, api.RoleKindDecode, false},
+		{api.RouterLLMD, api.EngineSGLang, api.RoleKindServer, false},
+		{api.RouterVLLM, api.EngineVLLM, api.RoleKindServer, false},
+	} {
+		md := newMD(c.router, c.engine)
+		md.Spec.Roles[0].Kind = c.kind
+		Default(md)
+		w, err := RenderEngine(md, &md.Spec.Roles[0], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.Index(w.Args, "--kv-events-config")
+		got := i >= 0 && w.Args[i+1] == doc && slices.Equal(w.ExtraPorts, []int32{5557, 5558})
+		if got != c.want {
+			t.Errorf("%s+%s %s: --kv-events-config rendered %t, want %t (%v)", c.router, c.engine, c.kind, got, c.want, w.Args)
+		}
+	}
+}

@@ -182,3 +182,18 @@ func TestParseObserver(t *testing.T) {
 		t.Fatal("garbage must not parse")
 	}
 }
+
+// llm-d's observer (on the EPP's metrics port) writes port as a string and
+// a last_job journal for recently dispatched endpoints.
+func TestParseObserverOfTheEPP(t *testing.T) {
+	body := `{"router":{"boot_generation":17,"now_ms":5},"registry_revision":3,"workers":[` +
+		`{"url":"http://10.0.0.1:8000","port":"8000","role":"server","pod_hint":"p-1","worker_id":"ns/p-1-rank-0",` +
+		`"selection":{"registered":true,"healthy":true,"circuit_open":false,"in_selection":true},"last_job":{"recent_dispatch":true}}]}`
+	ws, err := ParseObserver([]byte(body))
+	if err != nil || len(ws) != 1 || !ws[0].InSelection || ws[0].PodHint != "p-1" {
+		t.Fatalf("%+v %v", ws, err)
+	}
+	if ObserverPort(api.RouterLLMD) != 9090 || ObserverPort(api.RouterVLLM) != 8081 || ObserverPort(api.RouterSGLang) != 8081 {
+		t.Fatal("llm-d serves the view on its metrics port, the argv routers on 8081")
+	}
+}

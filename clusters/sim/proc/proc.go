@@ -12,6 +12,7 @@ package proc
 import (
 	"context"
 	"io"
+	"io/fs"
 	"net"
 )
 
@@ -36,6 +37,9 @@ type Container struct {
 	// Pods is the Kubernetes API as seen by a program that watches Pods
 	// (service discovery in the routers). Nil for engines.
 	Pods PodWatcher
+	// Files are the container's mounted volumes, paths without the leading
+	// "/" (/config/epp.yaml is "config/epp.yaml"); nil without mounts.
+	Files fs.FS
 }
 
 // PodInfo identifies the Pod a container runs in.

@@ -1,24 +1,93 @@
 package programs
 
 import (
+	"io/fs"
+	"net"
+	"net/http"
+	"strconv"
+
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/sglang"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/vllm"
+	"github.com/gpustack/routing-conformance/clusters/sim/kvevents"
+	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/envoy"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/prefixcache"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/sglanggateway"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/vllmrouter"
 )
 
-// Default is the registry of the real emulators built into the sim:
-// the operator renders a program name, the sim runs the matching proc.Main.
+// Default is the registry of the real emulators built into the sim, with
+// no cluster around them (New's zero Deps):
 //
 //	vllm-router                        clusters/sim/router/vllmrouter
 //	sgl-model-gateway                  clusters/sim/router/sglanggateway
+//	epp, envoy (llm-d-router)          clusters/sim/router/llmd/{epp,envoy}
 //	vllm (serve ...)                   clusters/sim/engine/vllm
 //	python3 -m sglang.launch_server    clusters/sim/engine/sglang
-func Default() Registry {
-	return Registry{
+func Default() Registry { return New(Deps{}) }
+
+// Deps is what the programs that talk to each other outside HTTP need from
+// the cluster that runs them.
+type Deps struct {
+	// KVEvents links vLLM's KV-event publishers to the EPP's precise
+	// prefix-cache producer; nil leaves both unconnected.
+	KVEvents *kvevents.Bus
+	// HTTPClient is the EPP's client for engine metrics and the tokenizer
+	// Service's /render; it must resolve Service names. Nil: epp's default.
+	HTTPClient *http.Client
+	// Network carries ext_proc between a router Pod's envoy and epp; nil
+	// is extproc.Default.
+	Network *extproc.Network
+	// PickerSeed seeds every EPP's random tie-break; 0 seeds from the
+	// clock as the EPP does.
+	PickerSeed uint64
+	// EPPStarted is told each EPP's start (its seed among others).
+	EPPStarted func(epp.StartInfo)
+}
+
+// New is the registry with deps wired into the programs that need them.
+func New(d Deps) Registry {
+	r := Registry{
 		VLLMRouter:    vllmrouter.Main,
 		SGLangGateway: sglanggateway.Main,
-		VLLM:          vllm.Main,
+		VLLM:          vllm.Program(vllm.Deps{KVEvents: d.KVEvents}),
 		SGLang:        sglang.Main,
+		EPP: epp.Main(epp.Deps{Files: mounted, KVEvents: busSource(d.KVEvents), HTTPClient: d.HTTPClient,
+			Seed: d.PickerSeed, Network: d.Network, Started: d.EPPStarted}),
+		Envoy: envoy.Main(envoy.Deps{Files: mounted, Network: d.Network}),
 	}
+	return r
+}
+
+// mounted is the container's volumes as the kubelet mounted them.
+func mounted(c *proc.Container) fs.FS { return c.Files }
+
+// busSource adapts the bus to the precise producer's subscriptions: a SUB
+// socket on tcp://<pod>:<socketPort> with the producer's topic filter.
+func busSource(b *kvevents.Bus) prefixcache.KVEventSource {
+	if b == nil {
+		return nil
+	}
+	return bus{b}
+}
+
+type bus struct{ b *kvevents.Bus }
+
+func (s bus) Subscribe(sub prefixcache.Subscriber, deliver func(prefixcache.KVEvent)) func() {
+	addr := net.JoinHostPort(sub.Address, strconv.Itoa(sub.SocketPort))
+	return s.b.Subscribe(addr, sub.TopicFilter, func(batch kvevents.Batch) {
+		for _, ev := range batch.Events {
+			deliver(prefixcache.KVEvent{Topic: batch.Topic, Kind: kinds[ev.Kind],
+				BlockHashes: ev.BlockHashes, ParentBlockHash: ev.ParentBlockHash, TokenIDs: ev.TokenIDs,
+				BlockSize: ev.BlockSize})
+		}
+	})
+}
+
+var kinds = map[kvevents.Kind]prefixcache.KVEventKind{
+	kvevents.BlockStored:      prefixcache.BlockStored,
+	kvevents.BlockRemoved:     prefixcache.BlockRemoved,
+	kvevents.AllBlocksCleared: prefixcache.AllBlocksCleared,
 }

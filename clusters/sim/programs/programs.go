@@ -27,6 +27,11 @@ type Registry struct {
 	VLLM proc.Main
 	// SGLang runs `python3 -m sglang.launch_server <args>`.
 	SGLang proc.Main
+	// EPP runs `epp <args>` (epp container of llm-d-router).
+	EPP proc.Main
+	// Envoy runs the proxy image's `envoy <args>` (envoy container of
+	// llm-d-router).
+	Envoy proc.Main
 }
 
 // Merge fills p's nil fields from def.
@@ -43,6 +48,12 @@ func (p Registry) Merge(def Registry) Registry {
 	if p.SGLang == nil {
 		p.SGLang = def.SGLang
 	}
+	if p.EPP == nil {
+		p.EPP = def.EPP
+	}
+	if p.Envoy == nil {
+		p.Envoy = def.Envoy
+	}
 	return p
 }
 
@@ -53,6 +64,11 @@ func (p Registry) Router(name string) (proc.Main, string) {
 		return p.VLLMRouter, operator.BinaryVLLMRouter
 	case api.RouterSGLang:
 		return p.SGLangGateway, operator.BinarySGLangGateway
+	case api.RouterLLMD:
+		if p.Envoy == nil {
+			return nil, strings.Join(operator.ProgramEnvoy, " ")
+		}
+		return p.EPP, operator.BinaryEPP
 	}
 	return nil, name
 }
@@ -79,6 +95,10 @@ func (p Registry) Command(program []string) proc.Main {
 		return p.VLLMRouter
 	case slices.Equal(program, []string{operator.BinarySGLangGateway}):
 		return p.SGLangGateway
+	case slices.Equal(program, []string{operator.BinaryEPP}):
+		return p.EPP
+	case slices.Equal(program, operator.ProgramEnvoy):
+		return p.Envoy
 	}
 	return nil
 }

@@ -45,7 +45,22 @@ var routes = map[string][]string{
 	"/ping":                {"GET", "POST"},
 	"/load":                {"GET"},
 	"/tokenize":            {"POST"},
+	// The render API (vllm/entrypoints/serve/render/api_router.py), attached
+	// for every generate model: the prompt's token ids without generating.
+	// llm-d's token-producer calls it (docs/llmd.md#scorers).
+	renderChatPath:       {"POST"},
+	renderCompletionPath: {"POST"},
 }
+
+// Render routes.
+const (
+	renderChatPath       = "/v1/chat/completions/render"
+	renderCompletionPath = "/v1/completions/render"
+)
+
+// routeOrder is the start-up log's route listing.
+var routeOrder = []string{"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
+	"/version", "/ping", "/load", "/tokenize", renderChatPath, renderCompletionPath}
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -115,6 +130,8 @@ func (a *api) route(w http.ResponseWriter, r *http.Request, path string) {
 		a.models(w)
 	case "/tokenize":
 		a.tokenizeHandler(w, r)
+	case renderChatPath, renderCompletionPath:
+		a.render(w, r, path == renderChatPath)
 	case "/v1/chat/completions", "/v1/completions":
 		if a.cfg.serverLoadTracking {
 			a.load.Add(1)
@@ -204,13 +221,9 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusBadRequest, "Bad Request", msg, "body")
 		return
 	}
-	if common.Model != "" && !slices.Contains(a.cfg.servedNames, common.Model) {
-		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", common.Model), "")
+	model, ok := a.servedModel(w, common.Model)
+	if !ok {
 		return
-	}
-	model := a.cfg.servedName()
-	if common.Model != "" {
-		model = common.Model
 	}
 	if common.N != 1 {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d: the simulated engine generates one choice per request (n=1)", common.N), "n")
@@ -363,4 +376,69 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
 	}
 	_ = ev.Done()
+}
+
+// render is POST /v1/chat/completions/render and /v1/completions/render:
+// the GenerateRequest the prompt becomes, its token_ids being what the
+// engine would prefill (vllm/entrypoints/serve/render/api_router.py and
+// serve/disagg/protocol.py GenerateRequest). The completions route answers a
+// list, one entry per prompt. sampling_params carries max_tokens only.
+func (a *api) render(w http.ResponseWriter, r *http.Request, chat bool) {
+	pp := tokenize.GetIDs()
+	defer tokenize.PutIDs(pp)
+	req, err := openai.ReadRequest(r, chat, maxBody, *pp)
+	if err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	*pp = req.Prompt
+	model, ok := a.servedModel(w, req.Model)
+	if !ok {
+		return
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens < 0 {
+		maxTokens = a.cfg.maxModelLen - len(req.Prompt)
+	}
+	b := []byte{}
+	if !chat {
+		b = append(b, '[')
+	}
+	b = append(b, `{"request_id":`...)
+	b = jsonw.String(b, openai.NewID())
+	b = append(b, `,"token_ids":[`...)
+	for i, id := range req.Prompt {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(id), 10)
+	}
+	b = append(b, `],"features":null,"sampling_params":{"max_tokens":`...)
+	b = jsonw.Int(b, maxTokens)
+	b = append(b, `},"model":`...)
+	b = jsonw.String(b, model)
+	b = append(b, `,"stream":false,"stream_options":null,"cache_salt":`...)
+	if req.CacheSalt != "" {
+		b = jsonw.String(b, req.CacheSalt)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"priority":0,"kv_transfer_params":null}`...)
+	if !chat {
+		b = append(b, ']')
+	}
+	server.WriteJSON(w, http.StatusOK, b)
+}
+
+// servedModel is the model a request names, or the first served name when
+// it names none; a name not served is answered 404 and ok is false.
+func (a *api) servedModel(w http.ResponseWriter, name string) (string, bool) {
+	if name == "" {
+		return a.cfg.servedName(), true
+	}
+	if !slices.Contains(a.cfg.servedNames, name) {
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name), "")
+		return "", false
+	}
+	return name, true
 }

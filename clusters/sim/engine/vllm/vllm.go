@@ -64,8 +64,17 @@ func aboveInfo(level string) bool {
 }
 
 // Main is `vllm` with c.Args the argv after the program name, e.g.
-// ["serve", "Qwen/Qwen3-0.6B", "--host", "0.0.0.0", "--port", "8000"].
-func Main(ctx context.Context, c *proc.Container) int {
+// ["serve", "Qwen/Qwen3-0.6B", "--host", "0.0.0.0", "--port", "8000"]. Its
+// KV-event publisher, if configured, reaches no subscriber; Program binds it
+// on a bus.
+var Main = Program(Deps{})
+
+// Program returns the vllm program bound to deps.
+func Program(deps Deps) proc.Main {
+	return func(ctx context.Context, c *proc.Container) int { return run(ctx, c, deps) }
+}
+
+func run(ctx context.Context, c *proc.Container, deps Deps) int {
 	stdout := server.NewLines(c.Stdout)
 	stderr := server.NewLines(c.Stderr)
 	cfg, err := parseArgs(c.Args)
@@ -110,6 +119,15 @@ func Main(ctx context.Context, c *proc.Container) int {
 
 	m := newMetrics(cfg)
 	eng := newEngine(cfg, knobs, m)
+	events, err := startKVEvents(cfg.kvEventsConfig, c.Pod.IP, deps.KVEvents)
+	if err != nil {
+		lg.log(enginePrefix, "ERROR", "core.py:708", "EngineCore failed to start. "+err.Error())
+		return 1
+	}
+	defer events.close()
+	if events != nil && eng.cache != nil {
+		eng.cache.SetEvents(events)
+	}
 	a := &api{cfg: cfg, eng: eng, m: m, stdout: stdout, accessLog: !cfg.disableAccessLog && !uv.quiet}
 
 	host := cfg.host
@@ -125,7 +143,7 @@ func Main(ctx context.Context, c *proc.Container) int {
 	}
 	lg.log(apiPrefix, "INFO", "api_server.py:1971", "Starting vLLM API server 0 on http://"+net.JoinHostPort(shown, strconv.Itoa(cfg.port)))
 	lg.log(apiPrefix, "INFO", "launcher.py:36", "Available routes are:")
-	for _, r := range []string{"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions", "/version", "/ping", "/load", "/tokenize"} {
+	for _, r := range routeOrder {
 		lg.log(apiPrefix, "INFO", "launcher.py:44", "Route: "+r+", Methods: "+strings.Join(routes[r], ", "))
 	}
 	uv.info("Started server process [1]")

@@ -12,13 +12,17 @@ import (
 )
 
 // chatText is vllm-router's ChatCompletionRequest text: session_params.
-// session_id when it is a non-empty string, else "".
+// session_id when it is a string that trim() leaves non-empty, else "": a
+// blank or whitespace-only id routes on "" like no id at all
+// (docs/routers.md#corrections; vllm-project/router@e667ebb:src/protocols/spec.rs,
+// ChatCompletionRequest::extract_text_for_routing). Whether a padded id is
+// routed trimmed is not established; the sim routes on the id as sent.
 func chatText(body map[string]any) string {
 	sp, ok := body["session_params"].(map[string]any)
 	if !ok {
 		return ""
 	}
-	if s, ok := sp["session_id"].(string); ok {
+	if s, ok := sp["session_id"].(string); ok && strings.TrimSpace(s) != "" {
 		return s
 	}
 	return ""

@@ -16,6 +16,15 @@ func TestVRChatRoutesOnSessionIDOrEmpty(t *testing.T) {
 	if got := chatText(routertest.JSONBody(t, `{"session_params":{"session_id":7}}`)); got != "" {
 		t.Fatalf("got %q", got)
 	}
+	// docs/routers.md#corrections: an id that trim() empties routes on "".
+	for _, blank := range []string{`""`, `" "`, `"\t \n"`} {
+		if got := chatText(routertest.JSONBody(t, `{"session_params":{"session_id":`+blank+`}}`)); got != "" {
+			t.Errorf("session_id %s: got %q, want \"\"", blank, got)
+		}
+	}
+	if got := chatText(routertest.JSONBody(t, `{"session_params":{"session_id":" s-2 "}}`)); got != " s-2 " {
+		t.Errorf("padded id: got %q", got)
+	}
 }
 
 func TestVRPromptForms(t *testing.T) {

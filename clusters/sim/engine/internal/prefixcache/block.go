@@ -19,9 +19,28 @@ type BlockCache struct {
 	blockSize int
 	capacity  int
 
-	mu  sync.Mutex
-	m   map[uint64]*list.Element
-	lru list.List // front = most recently used; values are uint64 hashes
+	mu     sync.Mutex
+	m      map[uint64]*list.Element
+	lru    list.List // front = most recently used; values are uint64 hashes
+	events BlockEvents
+}
+
+// BlockEvents receives what a BlockCache stores and evicts, in order, as
+// vLLM's KV-cache event publisher reports it (BlockStored with the new full
+// blocks' hashes, the hash of the block before them and their token ids;
+// BlockRemoved with evicted hashes; AllBlocksCleared on a reset). Calls are
+// made with the cache locked, so they must not call the cache.
+type BlockEvents interface {
+	Stored(parent *uint64, hashes []uint64, tokens []uint32, blockSize int)
+	Removed(hashes []uint64)
+	Cleared()
+}
+
+// SetEvents makes e receive the cache's block events from now on.
+func (c *BlockCache) SetEvents(e BlockEvents) {
+	c.mu.Lock()
+	c.events = e
+	c.mu.Unlock()
 }
 
 // NewBlockCache returns a cache of at most capacityBlocks blocks of blockSize
@@ -63,12 +82,63 @@ func (c *BlockCache) Insert(tokens []uint32, salt string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var buf [64]*list.Element
-	c.walk(tokens, full, salt, true, buf[:0])
+	if c.events == nil {
+		c.walk(tokens, full, salt, true, buf[:0])
+	} else {
+		c.insertReporting(tokens, full, salt, buf[:0])
+	}
+	var evicted []uint64
 	for c.lru.Len() > c.capacity {
 		tail := c.lru.Back()
-		delete(c.m, tail.Value.(uint64))
+		h := tail.Value.(uint64)
+		delete(c.m, h)
 		c.lru.Remove(tail)
+		if c.events != nil {
+			evicted = append(evicted, h)
+		}
 	}
+	if len(evicted) > 0 {
+		c.events.Removed(evicted)
+	}
+}
+
+// insertReporting is walk with create, reporting each run of newly cached
+// blocks as one BlockStored whose parent is the block before the run.
+// c.mu must be held.
+func (c *BlockCache) insertReporting(tokens []uint32, n int, salt string, out []*list.Element) {
+	h := saltSeed(salt)
+	var parent *uint64
+	var run []uint64
+	runStart := 0
+	flush := func() {
+		if len(run) > 0 {
+			c.events.Stored(parent, run, tokens[runStart*c.blockSize:(runStart+len(run))*c.blockSize], c.blockSize)
+			run = nil
+		}
+	}
+	for b := 0; b < n; b++ {
+		prev := h
+		h = chain(h, tokens[b*c.blockSize:(b+1)*c.blockSize])
+		e, ok := c.m[h]
+		if !ok {
+			if len(run) == 0 {
+				runStart = b
+				parent = nil
+				if b > 0 {
+					p := prev
+					parent = &p
+				}
+			}
+			run = append(run, h)
+			e = c.lru.PushFront(h)
+			c.m[h] = e
+		} else {
+			flush()
+		}
+		out = append(out, e)
+	}
+	flush()
+	c.touch(out)
 }
 
 // walk follows the hash chain of tokens' first n blocks and makes the blocks
@@ -115,6 +185,9 @@ func (c *BlockCache) Reset() {
 	defer c.mu.Unlock()
 	clear(c.m)
 	c.lru.Init()
+	if c.events != nil {
+		c.events.Cleared()
+	}
 }
 
 func saltSeed(salt string) uint64 {

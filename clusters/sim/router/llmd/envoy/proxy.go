@@ -58,6 +58,10 @@ type entry struct {
 var hopByHop = map[string]bool{"connection": true, "keep-alive": true, "proxy-connection": true,
 	"transfer-encoding": true, "upgrade": true, "te": true, "trailer": true}
 
+// relayBuffers hold the response relay's read buffers; chunks handed on
+// are copied out of them first.
+var relayBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // ServeHTTP implements http.Handler.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := &entry{start: time.Now(), method: r.Method, path: r.URL.RequestURI(), proto: r.Proto, flags: "-"}
@@ -206,7 +210,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *entry, header
 	w.WriteHeader(resp.StatusCode)
 	e.code, e.details = resp.StatusCode, "via_upstream"
 	flusher, _ := w.(http.Flusher)
-	buf := make([]byte, 32<<10)
+	bp := relayBuffers.Get().(*[]byte)
+	defer relayBuffers.Put(bp)
+	buf := *bp
 	for {
 		n, rerr := resp.Body.Read(buf)
 		eos := rerr == io.EOF

@@ -107,6 +107,7 @@ const (
 	siteLoadedOK      zaplog.Site = "runner/runner.go:825"
 	siteLegacyAdmit   zaplog.Site = "runner/runner.go:956"
 	siteTraceExporter zaplog.Site = "tracing/telemetry.go:128"
+	siteScore         zaplog.Site = "scheduling/scheduler_profile.go:210"
 )
 
 // Main returns the epp program bound to deps.
@@ -293,6 +294,11 @@ func (e *eppProcess) start(ctx context.Context, opts *options.Options, fsys fs.F
 	sched := scheduling.NewScheduler(loaded, func(point string, tn fw.TypedName, d time.Duration) {
 		st.metrics.Plugin(point, tn.Type, tn.Name, d)
 	})
+	if debug := e.root.V(zaplog.Debug); debug.Enabled() {
+		sched.LogScores(func(tn fw.TypedName, ep *fw.Endpoint, score float64) {
+			debug.Info(siteScore, "Calculated score", "plugin", tn.String(), "endpoint", ep.Meta.ID(), "score", score)
+		})
+	}
 	e.setup.Info(sitePhaseTwo, "EPP config after phase two", "config", configString(loaded, h))
 
 	st.metrics.Info(CommitSHA, BuildRef)

@@ -281,7 +281,10 @@ func TestVLLMPrecisePrefixFollowsEngineKVEvents(t *testing.T) {
 	for i := range prompt {
 		tokens[i] = uint32(prompt[i])
 	}
-	bus.publish(holder.IP, prefixcache.KVEvent{Kind: prefixcache.BlockStored, BlockHashes: []uint64{11, 12, 13, 14}, TokenIDs: tokens, BlockSize: 16})
+	// The topic names the pod and the model, as llm-d's own deployments
+	// configure vLLM's publisher; the model is part of every block key.
+	topic := "kv@" + holder.IP + "@Qwen/Qwen3-0.6B"
+	bus.publish(holder.IP, prefixcache.KVEvent{Topic: topic, Kind: prefixcache.BlockStored, BlockHashes: []uint64{11, 12, 13, 14}, TokenIDs: tokens, BlockSize: 16})
 	for i := 0; i < 5; i++ {
 		r.post("/v1/chat/completions", chat(prompt, false), nil)
 	}
@@ -289,7 +292,7 @@ func TestVLLMPrecisePrefixFollowsEngineKVEvents(t *testing.T) {
 		t.Fatalf("the endpoint holding all 4 blocks scores 3 more: holder %d other %d; epp:\n%s",
 			holder.Requests.Load(), r.engines[0].Requests.Load(), r.eppErr.String())
 	}
-	bus.publish(holder.IP, prefixcache.KVEvent{Kind: prefixcache.BlockRemoved, BlockHashes: []uint64{11}})
+	bus.publish(holder.IP, prefixcache.KVEvent{Topic: topic, Kind: prefixcache.BlockRemoved, BlockHashes: []uint64{11}})
 	holder.Set("vllm:num_requests_waiting", 1) // now only the queue differs
 	r.waitFor(func() bool {
 		return strings.Contains(r.metrics(), `model_server_endpoint="`+holder.Name+`-rank-0",name="qwen-router"} 1`)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -32,6 +33,10 @@ const (
 // first block of a sequence) and the blocks' token IDs; BlockRemoved the
 // evicted hashes.
 type KVEvent struct {
+	// Topic is the ZMQ topic frame the event arrived under. vLLM sends its
+	// KVEventsConfig.topic verbatim; the producer reads "kv@<pod>@<model>"
+	// and takes the model for the block keys (any other shape: no model).
+	Topic           string
 	Kind            KVEventKind
 	BlockHashes     []uint64
 	ParentBlockHash *uint64
@@ -46,6 +51,9 @@ type Subscriber struct {
 	// tcp://<Address>:<socketPort>.
 	Address    string
 	SocketPort int
+	// TopicFilter is the SUB socket's subscription (kvEventsConfig.topicFilter,
+	// default "kv@").
+	TopicFilter string
 }
 
 // KVEventSource delivers an engine's KV events in order. It stands in for
@@ -98,6 +106,7 @@ type Precise struct {
 	namespace string
 	port      int
 	discover  bool
+	filter    string
 
 	mu     sync.RWMutex
 	index  map[uint64]map[string]struct{} // block key → pods ("ip:port")
@@ -119,7 +128,7 @@ func NewPrecise(name string, dec *json.Decoder, source KVEventSource) (*Precise,
 	}
 	pr := &Precise{name: name, key: fw.PrefixCacheMatchInfoKey.WithNonEmptyProducerName(name), blockSize: 16,
 		source: source, index: map[uint64]map[string]struct{}{}, engine: map[string]map[uint64]uint64{},
-		subs: map[string]func(){}, held: map[string]map[uint64]struct{}{}, port: 5557}
+		subs: map[string]func(){}, held: map[string]map[uint64]struct{}{}, port: 5557, filter: "kv@"}
 	if tp := p.TokenProcessorConfig; tp != nil {
 		if tp.BlockSizeTokens > 0 {
 			pr.blockSize = tp.BlockSizeTokens
@@ -133,6 +142,9 @@ func NewPrecise(name string, dec *json.Decoder, source KVEventSource) (*Precise,
 			return nil, fmt.Errorf("failed to create %s plugin: failed to create KV-events engine adapter: unknown engine type %q", PreciseType, kv.EngineType)
 		}
 		pr.discover = kv.DiscoverPods
+		if kv.TopicFilter != "" {
+			pr.filter = kv.TopicFilter
+		}
 		if pd := kv.PodDiscoveryConfig; pd != nil {
 			pr.namespace = pd.PodNamespace
 			if pd.SocketPort > 0 {
@@ -163,15 +175,20 @@ func (p *Precise) Consumes() []fw.DataKey { return []fw.DataKey{fw.TokenizedProm
 func (p *Precise) BlockSize() int { return p.blockSize }
 
 // Keys computes the block keys of a token sequence: full blocks only, each
-// key chained on the previous one, the chain seeded with hashSeed. The real
-// keys also mix in the model name and extra keys; the sim serves one model
-// per EPP, so the chain leaves it out on both the lookup and event paths.
-func (p *Precise) Keys(tokens []uint32, parent *uint64) []uint64 {
+// key chained on the previous one, a sequence's first key chained on the
+// hash of hashSeed and the model name (kvblock/token_processor.go
+// getInitHash). The lookup path uses the request's target model
+// (preciseprefixcache/blockkeys.go); the event path the model in the event's
+// topic (kvevents/pool.go processEventBatch, engineadapter/common.go
+// parseTopic), so events published under a topic without one ("kv@") never
+// match a request's keys. Extra keys (LoRA, multimodal, cache_salt) are not
+// emulated.
+func (p *Precise) Keys(model string, tokens []uint32, parent *uint64) []uint64 {
 	var prev uint64
 	if parent != nil {
 		prev = *parent
 	} else {
-		prev = xxhash.Sum64String(p.seed)
+		prev = xxhash.Sum64String(p.seed + "\x00" + model)
 	}
 	var out []uint64
 	buf := make([]byte, 0, 8+p.blockSize*4)
@@ -206,14 +223,27 @@ func (p *Precise) Watch(m *fw.EndpointMetadata, joined bool) {
 		(p.selector != nil && !p.selector.Matches(labels.Set(m.Labels))) {
 		return
 	}
-	cancel := p.source.Subscribe(Subscriber{Namespace: m.Namespace, Pod: m.PodName, Address: m.Address, SocketPort: p.port},
-		func(ev KVEvent) { p.Apply(pod, ev) })
+	cancel := p.source.Subscribe(Subscriber{Namespace: m.Namespace, Pod: m.PodName, Address: m.Address, SocketPort: p.port,
+		TopicFilter: p.filter}, func(ev KVEvent) { p.Apply(pod, ev) })
 	p.mu.Lock()
-	if old := p.subs[pod]; old != nil {
-		old()
-	}
+	old := p.subs[pod]
 	p.subs[pod] = cancel
 	p.mu.Unlock()
+	// Cancelled unlocked: a delivery in progress on it holds the source and
+	// waits for p.mu in Apply.
+	if old != nil {
+		old()
+	}
+}
+
+// TopicModel is the model segment of a "kv@<pod>@<model>" topic, "" for
+// any other shape (engineadapter/common.go parseTopic).
+func TopicModel(topic string) string {
+	parts := strings.Split(topic, "@")
+	if len(parts) == 3 {
+		return parts[2]
+	}
+	return ""
 }
 
 // Apply ingests one event for pod ("ip:port").
@@ -239,7 +269,7 @@ func (p *Precise) Apply(pod string, ev KVEvent) {
 			}
 			parent = &k
 		}
-		keys := p.Keys(ev.TokenIDs, parent)
+		keys := p.Keys(TopicModel(ev.Topic), ev.TokenIDs, parent)
 		if p.engine[pod] == nil {
 			p.engine[pod] = map[uint64]uint64{}
 			p.held[pod] = map[uint64]struct{}{}
@@ -299,7 +329,7 @@ func (p *Precise) Produce(_ context.Context, req *fw.Request, eps []*fw.Endpoint
 	cached := map[string]int{}
 	total := 0
 	for _, tokens := range req.Body.Tokens.PerPromptTokens {
-		keys := p.Keys(tokens, nil)
+		keys := p.Keys(req.TargetModel, tokens, nil)
 		total += len(keys)
 		active := map[string]bool{}
 		for _, e := range eps {

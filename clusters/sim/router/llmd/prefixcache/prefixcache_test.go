@@ -222,3 +222,43 @@ func TestPreciseIndexScoresTheLongestLeadingRunFromKVEvents(t *testing.T) {
 		t.Fatalf("cleared: %d", b)
 	}
 }
+
+// The block keys start from the model name: events under the operator's
+// topic "kv@" (no pod, no model) index keys no request of a named model
+// ever looks up, so every candidate scores 0; the same events under
+// "kv@<pod>@<model>" match (kvblock/token_processor.go getInitHash,
+// engineadapter/common.go parseTopic).
+func TestPreciseKeysIncludeTheModelFromTheEventTopic(t *testing.T) {
+	tokens := make([]uint32, 32)
+	for i := range tokens {
+		tokens[i] = uint32(100 + i)
+	}
+	match := func(topic string) int {
+		p, err := prefixcache.NewPrecise("precise-prefix-cache-producer", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Apply("10.0.0.1:8000", prefixcache.KVEvent{Topic: topic, Kind: prefixcache.BlockStored, BlockHashes: []uint64{1, 2}, TokenIDs: tokens, BlockSize: 16})
+		cand := []*fw.Endpoint{fw.NewEndpoint(&fw.EndpointMetadata{Name: "a", Address: "10.0.0.1", Port: "8000"}, fw.Metrics{})}
+		r := &fw.Request{TargetModel: "Qwen/Qwen2.5-0.5B-Instruct", Body: &fw.RequestBody{Tokens: &fw.TokenizedPrompt{PerPromptTokens: [][]uint32{tokens}}}}
+		if err := p.Produce(context.Background(), r, cand); err != nil {
+			t.Fatal(err)
+		}
+		v, _ := cand[0].Get("PrefixCacheMatchInfoDataKey/precise-prefix-cache-producer")
+		return v.(*fw.PrefixCacheMatchInfo).MatchBlocks
+	}
+	if got := match("kv@"); got != 0 {
+		t.Errorf("topic kv@: %d blocks matched, want 0 (the events carry no model)", got)
+	}
+	if got := match("kv@10.0.0.1@Qwen/Qwen2.5-0.5B-Instruct"); got != 2 {
+		t.Errorf("topic with the model: %d blocks matched, want 2", got)
+	}
+	if got := match("kv@10.0.0.1@other-model"); got != 0 {
+		t.Errorf("topic naming another model: %d blocks matched, want 0", got)
+	}
+	for topic, want := range map[string]string{"kv@": "", "kv@1.2.3.4@m": "m", "kv@a@b@c": "", "": ""} {
+		if got := prefixcache.TopicModel(topic); got != want {
+			t.Errorf("TopicModel(%q) = %q, want %q", topic, got, want)
+		}
+	}
+}

@@ -25,10 +25,16 @@ const (
 // Observer receives plugin timings (RecordPluginProcessingLatency).
 type Observer func(point string, tn fw.TypedName, d time.Duration)
 
+// ScoreLog receives each scorer's raw score per endpoint, before clamping
+// and weighting: the EPP's DEBUG "Calculated score" line
+// (scheduling/scheduler_profile.go runScorerPlugins).
+type ScoreLog func(scorer fw.TypedName, endpoint *fw.Endpoint, score float64)
+
 // Profile runs one scheduling profile: filters, weighted scorers, picker.
 type Profile struct {
-	Spec    *eppconfig.ProfileSpec
-	observe Observer
+	Spec     *eppconfig.ProfileSpec
+	observe  Observer
+	scoreLog ScoreLog
 }
 
 // Run is SchedulerProfile.Run: a filter that empties the set stops the
@@ -47,7 +53,7 @@ func (p *Profile) Run(ctx context.Context, req *fw.Request, candidates []*fw.End
 	if len(eps) == 0 {
 		return nil, fw.Error{Code: fw.CodeInternal, Msg: "no endpoints available for the given request"}
 	}
-	totals := Totals(ctx, req, eps, p.Spec.Scorers, p.observe)
+	totals := Totals(ctx, req, eps, p.Spec.Scorers, p.observe, p.scoreLog)
 	storage := make([]fw.ScoredEndpoint, len(eps))
 	scored := make([]*fw.ScoredEndpoint, len(eps))
 	for i, e := range eps {
@@ -64,7 +70,8 @@ func (p *Profile) Run(ctx context.Context, req *fw.Request, candidates []*fw.End
 }
 
 // Totals is runScorerPlugins: Σ weight × clamp(score, 0, 1) per endpoint.
-func Totals(ctx context.Context, req *fw.Request, eps []*fw.Endpoint, scorers []eppconfig.WeightedScorer, observe Observer) map[*fw.Endpoint]float64 {
+// log, if set, gets every raw score.
+func Totals(ctx context.Context, req *fw.Request, eps []*fw.Endpoint, scorers []eppconfig.WeightedScorer, observe Observer, log ScoreLog) map[*fw.Endpoint]float64 {
 	totals := make(map[*fw.Endpoint]float64, len(eps))
 	for _, e := range eps {
 		totals[e] = 0
@@ -76,6 +83,9 @@ func Totals(ctx context.Context, req *fw.Request, eps []*fw.Endpoint, scorers []
 			observe(PointScorer, s.TypedName(), time.Since(t))
 		}
 		for e, v := range scores {
+			if log != nil {
+				log(s.TypedName(), e, v)
+			}
 			totals[e] += Clamp(v) * s.Weight
 		}
 	}
@@ -110,6 +120,15 @@ func NewScheduler(l *eppconfig.Loaded, observe Observer) *Scheduler {
 		s.profiles[name] = &Profile{Spec: spec, observe: observe}
 	}
 	return s
+}
+
+// LogScores makes every profile report its raw scores to log.
+func (s *Scheduler) LogScores(log ScoreLog) {
+	for _, p := range s.profiles {
+		if pp, ok := p.(*Profile); ok {
+			pp.scoreLog = log
+		}
+	}
 }
 
 // Schedule asks the handler for profiles until it picks none, runs them

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,14 +55,20 @@ func (f fixed) Score(_ context.Context, _ *fw.Request, eps []*fw.Endpoint) map[*
 
 func TestScoresAreClampedThenWeightedNotNormalised(t *testing.T) {
 	a, b := ep("a", 0, 0, nil), ep("b", 0, 0, nil)
+	var raw []float64
 	totals := scheduling.Totals(context.Background(), nil, []*fw.Endpoint{a, b}, []eppconfig.WeightedScorer{
 		{Scorer: fixed{"a": 1.7, "b": -0.4}, Weight: 2},
 		{Scorer: fixed{"a": 0.5, "b": 1}, Weight: 3},
-	}, nil)
+	}, nil, func(_ fw.TypedName, e *fw.Endpoint, v float64) { raw = append(raw, v) })
 	// a: clamp(1.7)=1 ×2 + 0.5×3 = 3.5; b: clamp(−0.4)=0 ×2 + 1×3 = 3. The
 	// weights sum to 5 and are not divided out.
 	if totals[a] != 3.5 || totals[b] != 3 {
 		t.Fatalf("totals a=%v b=%v", totals[a], totals[b])
+	}
+	// The DEBUG log sees the raw scores, before clamping.
+	slices.Sort(raw)
+	if !slices.Equal(raw, []float64{-0.4, 0.5, 1, 1.7}) {
+		t.Fatalf("logged raw scores %v", raw)
 	}
 }
 

@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
+)
+
+// configMap is the kubelet's ConfigMap lookup: the router ConfigMap a live
+// deployment's controller has rendered.
+func (c *Cluster) configMap(namespace, name string) (map[string]string, bool) {
+	for _, d := range c.liveIn(namespace) {
+		if data, ok := d.ctrl.ConfigMap(name); ok {
+			return data, true
+		}
+	}
+	return nil, false
+}
+
+// liveIn lists the deployments of namespace that are not gone.
+func (c *Cluster) liveIn(namespace string) []*deployment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ds []*deployment
+	for _, d := range c.deployments {
+		if d.namespace == namespace && !d.ctrl.Gone() {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+// eppStarted keeps each EPP's picker seed.
+func (c *Cluster) eppStarted(info epp.StartInfo) {
+	c.mu.Lock()
+	c.seeds[info.Namespace+"/"+info.Pod] = info.Seed
+	c.mu.Unlock()
+}
+
+func (c *Cluster) seed(key string) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.seeds[key]
+	return s, ok
+}
+
+// serviceClient is the client in-cluster programs use for Service names:
+// <svc>.<ns>.svc[.cluster.local]:<port> dials a ready Pod the Service
+// selects (kube-proxy's job), anything else dials as given. It is the EPP's
+// client for engine metrics and for the tokenizer role Service's /render.
+func (c *Cluster) serviceClient() *http.Client {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			Proxy: nil,
+			// Enough idle connections for every render call in flight at
+			// the suite's and the benchmark's concurrency, so calls do not
+			// dial anew.
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 128,
+			IdleConnTimeout:     5 * time.Second,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				host, port, err := net.SplitHostPort(addr)
+				if err != nil {
+					return nil, err
+				}
+				if svc, ns, ok := serviceName(host); ok {
+					ip, err := c.resolveService(svc, ns)
+					if err != nil {
+						return nil, &net.DNSError{Err: err.Error(), Name: host, IsNotFound: true}
+					}
+					addr = net.JoinHostPort(ip, port)
+				}
+				return d.DialContext(ctx, network, addr)
+			},
+		},
+	}
+}
+
+// serviceName splits <svc>.<ns>.svc[.cluster.local].
+func serviceName(host string) (svc, ns string, ok bool) {
+	host = strings.TrimSuffix(strings.TrimSuffix(host, "."), ".cluster.local")
+	rest, found := strings.CutSuffix(host, ".svc")
+	if !found {
+		return "", "", false
+	}
+	svc, ns, ok = strings.Cut(rest, ".")
+	return svc, ns, ok && svc != "" && ns != "" && !strings.Contains(ns, ".")
+}
+
+// resolveService picks a ready Pod of one of the Services the operator
+// renders for a deployment in ns (docs/operator.md#services):
+// <md>-<role> (that role's Pods), <md> (the first role's), <md>-router (the
+// router Pods).
+func (c *Cluster) resolveService(svc, ns string) (string, error) {
+	for _, d := range c.liveIn(ns) {
+		md := d.ctrl.Object()
+		selector := map[string]string{}
+		switch {
+		case svc == operator.RouterServiceName(md) && md.Spec.Router != nil:
+			selector = operator.RouterLabels(md)
+		case svc == md.Metadata.Name && len(md.Spec.Roles) > 0:
+			selector = operator.RoleSelector(md, &md.Spec.Roles[0])
+		default:
+			found := false
+			for i := range md.Spec.Roles {
+				if svc == md.Metadata.Name+"-"+md.Spec.Roles[i].Name {
+					selector, found = operator.RoleSelector(md, &md.Spec.Roles[i]), true
+				}
+			}
+			if !found {
+				continue
+			}
+		}
+		for _, p := range c.kube.ListStatus(ns, selector) {
+			if p.Ready && !p.Deleting() && (selector[api.LabelRouter] != "" || p.Labels[api.LabelRouter] == "") {
+				return p.IP, nil
+			}
+		}
+		return "", fmt.Errorf("service %s/%s has no ready endpoint", ns, svc)
+	}
+	return "", fmt.Errorf("lookup %s.%s.svc: no such host", svc, ns)
+}
