@@ -30,7 +30,7 @@ const (
 	colDerived  = "Expected (derived, not documented)"
 	colStated   = "Expected (stated by the suite)"
 	colMeasured = "This run measured"
-	legend      = "✓ PASS, ✗ FAIL, ○ SKIP (could not run here; the reason is listed), – N/A (the operator's docs say the claim does not apply to the pair), · NOT RUN (no spec ran)"
+	legend      = "✓ PASS, ✗ FAIL, ○ SKIP (could not run here; the reason is listed), – N/A (the claim does not apply to the pair, as expect.yaml records from the docs or the router's flags; the reason is listed), · NOT RUN (no spec ran)"
 )
 
 // Markdown renders qualification.md from r alone.

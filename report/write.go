@@ -77,25 +77,25 @@ func Render(dir string, r *Report) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: encoding %s: %w", FileJSON, err)
 	}
-	files := []struct {
+	type file struct {
 		name string
 		data []byte
-	}{{FileJSON, append(js, '\n')}, {FileMarkdown, []byte(Markdown(r))}}
-	if page, err := HTML(r); err != nil {
-		errs = append(errs, fmt.Errorf("report: rendering %s: %w", FileHTML, err))
-	} else {
-		files = append(files, struct {
-			name string
-			data []byte
-		}{FileHTML, []byte(page)})
 	}
-	if junit, err := JUnit(r); err != nil {
-		errs = append(errs, fmt.Errorf("report: rendering %s: %w", FileJUnit, err))
-	} else {
-		files = append(files, struct {
-			name string
-			data []byte
-		}{FileJUnit, junit})
+	files := []file{{FileJSON, append(js, '\n')}, {FileMarkdown, []byte(Markdown(r))}}
+	// One renderer's error costs only its own file.
+	for _, render := range []struct {
+		name string
+		fn   func() ([]byte, error)
+	}{
+		{FileHTML, func() ([]byte, error) { page, err := HTML(r); return []byte(page), err }},
+		{FileJUnit, func() ([]byte, error) { return JUnit(r) }},
+	} {
+		data, err := render.fn()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("report: rendering %s: %w", render.name, err))
+			continue
+		}
+		files = append(files, file{render.name, data})
 	}
 	for _, f := range files {
 		path := filepath.Join(dir, f.name)
