@@ -54,7 +54,7 @@ func Serve(path string, handle func(Event)) (stop func(), err error) {
 // Display writes the suite's output and, below it, the traffic of every
 // running spec. On a terminal that is one status line redrawn in place
 // (carriage return, erase line); elsewhere (a CI log) it is a plain line per
-// spec when its traffic starts, every Every while it runs, and when it ends.
+// spec every Every while its traffic runs, and one when it ends.
 // Display is safe for concurrent use: the suite's output and the events
 // arrive from different goroutines.
 type Display struct {
@@ -98,10 +98,13 @@ func (d *Display) Event(e Event) {
 		return
 	}
 	last, seen := d.printed[e.Proc]
-	if had && prev.Spec != e.Spec {
-		seen = false // a new spec on this process
+	if !seen || had && prev.Spec != e.Spec {
+		// A new spec on this process: its lines come every Every from
+		// now, and at its end; a short run prints only its end.
+		d.printed[e.Proc] = d.now()
+		last = d.now()
 	}
-	if e.Final || !seen || d.now().Sub(last) >= d.every {
+	if e.Final || d.now().Sub(last) >= d.every {
 		d.printed[e.Proc] = d.now()
 		if e.Final {
 			delete(d.printed, e.Proc)

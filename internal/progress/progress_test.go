@@ -117,7 +117,7 @@ func TestPlainDisplayPrintsPeriodicLines(t *testing.T) {
 	now := time.Unix(0, 0)
 	d.now = func() time.Time { return now }
 	e := Event{Proc: 2, Spec: "roundrobin sglang-gateway+SGLang", Total: 120, Elapsed: time.Second}
-	for i := range 30 { // 30 events over 15 s: the first, the one at 10 s
+	for i := range 30 { // 30 events over 15 s: only the one at 10 s
 		e.Done = i
 		d.Event(e)
 		now = now.Add(500 * time.Millisecond)
@@ -126,12 +126,33 @@ func TestPlainDisplayPrintsPeriodicLines(t *testing.T) {
 	e.Done, e.Final, e.Elapsed = 120, true, 4*time.Second
 	d.Event(e)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "traffic [process 2] roundrobin sglang-gateway+SGLang: 0/120 requests") ||
-		!strings.Contains(lines[1], ": 20/120 requests") || lines[2] != "partial" ||
-		lines[3] != "traffic [process 2] roundrobin sglang-gateway+SGLang: 120/120 requests, 0 errors, 30.0 req/s, done in 4s" {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "traffic [process 2] roundrobin sglang-gateway+SGLang: 20/120 requests") ||
+		lines[1] != "partial" ||
+		lines[2] != "traffic [process 2] roundrobin sglang-gateway+SGLang: 120/120 requests, 0 errors, 30.0 req/s, done in 4s" {
 		t.Errorf("plain output:\n%s", out.String())
 	}
 	if strings.Contains(out.String(), "\r") {
 		t.Error("carriage returns in a log")
+	}
+}
+
+func TestPlainDisplayGivesAShortRunOnlyItsEndLine(t *testing.T) {
+	var out bytes.Buffer
+	d := NewDisplay(&out, false, 10*time.Second, nil)
+	now := time.Unix(0, 0)
+	d.now = func() time.Time { return now }
+	for _, spec := range []string{"manual sglang-gateway+SGLang", "random vllm-router+vLLM"} {
+		e := Event{Proc: 1, Spec: spec, Total: 4}
+		for i := range 4 {
+			e.Done = i
+			d.Event(e)
+			now = now.Add(3 * time.Second) // the next spec starts 12 s after the first: still no periodic line
+		}
+		e.Done, e.Final = 4, true
+		d.Event(e)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "manual sglang-gateway+SGLang: 4/4 requests") || !strings.Contains(lines[1], "random vllm-router+vLLM: 4/4 requests") {
+		t.Errorf("plain output:\n%s", out.String())
 	}
 }
