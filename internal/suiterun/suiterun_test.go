@@ -148,6 +148,17 @@ func TestSummaryListsFailedClaimsWithTheirCauseAndWhereTheReportIs(t *testing.T)
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
 	}
+	// A run that did not start: its cause is the headline, said once.
+	r.Headline = "Routing conformance on the simulator did not run: suite setup failed: config error: e2e.yaml: bogusField is not a known field"
+	r.SuiteFailures = []string{"suite setup failed: config error: e2e.yaml: bogusField is not a known field"}
+	if _, err := report.Render(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	Summarize(&out, Result{Report: filepath.Join(dir, report.FileJSON)})
+	if n := strings.Count(out.String(), "bogusField"); n != 1 {
+		t.Errorf("the cause is said %d times:\n%s", n, out.String())
+	}
 	out.Reset()
 	Summarize(&out, Result{})
 	if !strings.Contains(out.String(), "no report was written") || strings.Contains(out.String(), "report: ") {

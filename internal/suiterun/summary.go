@@ -31,7 +31,10 @@ func Summarize(w io.Writer, res Result) {
 	}
 	fmt.Fprintln(w, r.Headline)
 	for _, f := range r.SuiteFailures {
-		fmt.Fprintf(w, "  ! %s\n", firstLine(f))
+		// The cause of a run that did not start is the headline already.
+		if !strings.Contains(r.Headline, firstLine(f)) {
+			fmt.Fprintf(w, "  ! %s\n", firstLine(f))
+		}
 	}
 	var failed []string
 	for _, c := range r.Claims {
