@@ -79,7 +79,7 @@ func TestBundleHoldsTheReportEvidenceConfigDocsAndVerdicts(t *testing.T) {
 	write(t, filepath.Join(art, "ginkgo-report.json"), `[]`)
 	write(t, filepath.Join(art, "affinity-sglang", "logs", "router.log"), "router exited 2\n")
 	write(t, filepath.Join(root, "e2e.yaml"), "target: sim\n")
-	write(t, filepath.Join(root, "docs", "operator.md"), "# Operator\n")
+	write(t, filepath.Join(root, "docs/operator.md"), "# Operator\n")
 	write(t, filepath.Join(root, "docs", "doc.go"), "package docs\n")
 	r := sampleReport()
 	r.SetLinkBase(art, root) // the artifacts' own pages link ../../docs/
