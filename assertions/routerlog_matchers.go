@@ -36,21 +36,33 @@ func logText(matcher string, actual any) (string, error) {
 // The actual value is a routerlog.Banner, or log text (string or []byte,
 // ANSI codes and all) whose last banner is the running process's.
 func HaveStartedWithPolicy(debug string) types.GomegaMatcher {
+	return bannerPartMatcher("HaveStartedWithPolicy", "policy", debug, func(b routerlog.Banner) rustdebug.Value { return b.Policy })
+}
+
+// HaveStartedInMode is HaveStartedWithPolicy for the banner's routing mode
+// (docs/routers.md#debug-forms), e.g. for a prefill/decode pair under the
+// operator's discovery
+// "VllmPrefillDecode { prefill_urls: [], decode_urls: [], prefill_policy: Some(RoundRobin), decode_policy: None, discovery_address: None }".
+func HaveStartedInMode(debug string) types.GomegaMatcher {
+	return bannerPartMatcher("HaveStartedInMode", "mode", debug, func(b routerlog.Banner) rustdebug.Value { return b.Mode })
+}
+
+// bannerPartMatcher compares one Debug-form part of the last banner.
+func bannerPartMatcher(matcher, part, debug string, get func(routerlog.Banner) rustdebug.Value) types.GomegaMatcher {
 	want, perr := rustdebug.Parse(debug)
 	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
-		const matcher = "HaveStartedWithPolicy"
 		if perr != nil {
-			return false, "", "", fmt.Errorf("%s(%q): the expected policy is not a Debug form: %w", matcher, debug, perr)
+			return false, "", "", fmt.Errorf("%s(%q): the expected %s is not a Debug form: %w", matcher, debug, part, perr)
 		}
 		b, count, err := lastBanner(matcher, actual)
 		if err != nil {
-			return false, "", "", fmt.Errorf("%s: expected a startup banner showing policy %s, but found %w", matcher, want, err)
+			return false, "", "", fmt.Errorf("%s: expected a startup banner showing %s %s, but found %w", matcher, part, want, err)
 		}
-		diffs := valueDiffs("policy", b.Policy, want)
+		diffs := valueDiffs(part, get(b), want)
 		ev := bannerEvidence(b, count)
 		return len(diffs) == 0,
-			fmt.Sprintf("Expected the router's startup banner to show policy %s, but %s:\n%s", want, strings.Join(diffs, "; "), ev),
-			fmt.Sprintf("Expected the router's startup banner not to show policy %s, but it does:\n%s", want, ev),
+			fmt.Sprintf("Expected the router's startup banner to show %s %s, but %s:\n%s", part, want, strings.Join(diffs, "; "), ev),
+			fmt.Sprintf("Expected the router's startup banner not to show %s %s, but it does:\n%s", part, want, ev),
 			nil
 	}}
 }

@@ -62,6 +62,16 @@ func TestHaveStartedWithPolicyShowsTheBannerFound(t *testing.T) {
 	mustContain(t, failure(restarted, HaveStartedWithPolicy("RoundRobin"), true), "not to show policy RoundRobin")
 }
 
+func TestHaveStartedInMode(t *testing.T) {
+	const pd = "VllmPrefillDecode { prefill_urls: [], decode_urls: [], prefill_policy: Some(RoundRobin), decode_policy: Some(" + cacheAware + "), discovery_address: None }"
+	logs := vrLogs(pd, cacheAware, "Mooncake")
+	mustPass(t, failure(logs, HaveStartedInMode(pd), false))
+	mustContain(t, failure(logs, HaveStartedInMode(strings.Replace(pd, "Some(RoundRobin)", "None", 1)), false),
+		"to show mode VllmPrefillDecode", "mode.prefill_policy is Some(RoundRobin), want None")
+	mustContain(t, failure(sgLogs("RoundRobin"), HaveStartedInMode(pd), false), "but mode is Regular")
+	mustContain(t, failure("x", HaveStartedInMode("Regular {"), false), "the expected mode is not a Debug form")
+}
+
 func TestHaveStartedWithPolicyWithoutBannerShowsTheTail(t *testing.T) {
 	logs := "DEBUG: parsed\n" + "error: invalid value 'roundrobin' for '--policy <POLICY>'\n  [possible values: random, round_robin]\n"
 	for _, negate := range []bool{false, true} {

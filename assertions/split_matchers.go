@@ -87,6 +87,46 @@ func ratio(counts []int) string {
 	return strings.Join(parts, "/")
 }
 
+// BeMadeOfWholeGroups: the split is whole groups of requests put together,
+// each group on one replica: some assignment of every group to one replica
+// gives exactly the split's counts. With several router Pods, each keeping
+// its own requests on one replica, the groups are the Pods' request counts.
+func BeMadeOfWholeGroups(groups ...int) types.GomegaMatcher {
+	want := ratio(groups)
+	return splitMatcher("BeMadeOfWholeGroups", "to be made of the whole groups "+want, func(s split.Split) (bool, string) {
+		if wholeGroups(groups, s.Values()) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("no assignment of the groups %s to replicas gives %s: a group was split over replicas", want, s.Ratio())
+	})
+}
+
+// wholeGroups tries every assignment of groups to len(counts) replicas.
+func wholeGroups(groups, counts []int) bool {
+	want := slices.Sorted(slices.Values(counts))
+	assign := make([]int, len(groups))
+	for {
+		got := make([]int, len(counts))
+		for g, r := range assign {
+			got[r] += groups[g]
+		}
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return true
+		}
+		i := 0
+		for ; i < len(assign); i++ {
+			if assign[i]++; assign[i] < len(counts) {
+				break
+			}
+			assign[i] = 0
+		}
+		if i == len(assign) {
+			return false
+		}
+	}
+}
+
 // UseEveryReplica: every replica served at least one request (a spread
 // split, e.g. least-in-flight routing under concurrency).
 func UseEveryReplica() types.GomegaMatcher {

@@ -41,6 +41,14 @@ func TestSplitMatchersRefuseOtherTypes(t *testing.T) {
 	mustContain(t, failure(split.Split{}, HaveTotal(0), false), "no replicas")
 }
 
+func TestBeMadeOfWholeGroups(t *testing.T) {
+	mustPass(t, failure(affine, BeMadeOfWholeGroups(154, 200), false)) // both groups on one replica
+	mustPass(t, failure(skewed, BeMadeOfWholeGroups(50, 70), false))   // a group each
+	mustContain(t, failure(even, BeMadeOfWholeGroups(54, 66), false),
+		"to be made of the whole groups 54/66, but no assignment of the groups 54/66 to replicas gives 60/60: a group was split over replicas")
+	mustContain(t, failure(even, BeMadeOfWholeGroups(), false), "no assignment")
+}
+
 func TestUseEveryReplica(t *testing.T) {
 	mustPass(t, failure(skewed, UseEveryReplica(), false))
 	mustContain(t, failure(affine, UseEveryReplica(), false), "to use every replica, but md-engine-0 served nothing", "0/354")

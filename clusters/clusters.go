@@ -126,6 +126,7 @@ type RouterPod struct {
 // Replica is one engine replica (serving instance) as the router sees it.
 type Replica struct {
 	Name string `json:"name"` // Pod name
+	UID  string `json:"uid"`  // Pod UID: a replaced replica has a new one
 	Role string `json:"role"` // spec.roles[].name
 	Kind string `json:"kind"` // Server, Prefill or Decode
 	IP   string `json:"ip"`   // Pod IP

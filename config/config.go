@@ -183,10 +183,20 @@ const (
 	OpWaitDeleted = "wait-deleted"
 	// OpConsistently is how long a "never happens" check watches.
 	OpConsistently = "consistently"
+	// OpTraffic bounds one traffic run of a spec, however many requests it
+	// has: a router that never answers fails the spec within it.
+	OpTraffic = "traffic"
+	// OpFaultWindow is how long requests may keep failing after a fault or
+	// an edit before the target has routed around it (a resilience bound's
+	// window: the rate of the spec's traffic times this many seconds).
+	OpFaultWindow = "fault-window"
+	// OpRecover is how long a deployment may take to be whole again after
+	// a fault (a replaced engine Pod loads its model).
+	OpRecover = "recover"
 )
 
 // Ops lists the op names accepted in interval keys.
-var Ops = []string{OpConsistently, OpWaitDeleted, OpWaitLogs, OpWaitMetrics, OpWaitReady, OpWaitRouterCrash}
+var Ops = []string{OpConsistently, OpFaultWindow, OpRecover, OpTraffic, OpWaitDeleted, OpWaitLogs, OpWaitMetrics, OpWaitReady, OpWaitRouterCrash}
 
 // SimInstanceType is the InstanceType name used on the sim when none is set.
 const SimInstanceType = "sim-gpu"

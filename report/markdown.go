@@ -29,6 +29,7 @@ const (
 	colDocs     = "Operator docs say (their GPU run)"
 	colDerived  = "Expected (derived, not documented)"
 	colStated   = "Expected (stated by the suite)"
+	colBound    = "Expected, with derived bounds"
 	colMeasured = "This run measured"
 	legend      = "✓ PASS, ✗ FAIL, ○ SKIP (could not run here; the reason is listed), – N/A (the claim does not apply to the pair, as expect.yaml records from the docs or the router's flags; the reason is listed), · NOT RUN (no spec ran)"
 )
@@ -195,14 +196,16 @@ func mdCell(s string) string {
 
 // kindNote marks a claim's title with what its expected column rests on:
 // nothing for a documented claim (the column heading says it), the
-// derivation for an extended one, the kind's name for any other (a
-// resilience claim's bounds are the suite's own).
+// derivation for an extended one, the fault and its bounds for a
+// resilience one, the kind's name for any other.
 func kindNote(kind string) string {
 	switch kind {
 	case fixtures.KindDocumented, "":
 		return ""
 	case fixtures.KindExtended:
 		return " (extended: expected outcome derived from the routers' algorithms)"
+	case fixtures.KindResilience:
+		return " (resilience: a fault injected mid-traffic; bounds derived from the routers' and the cluster's behaviour)"
 	}
 	return " (" + kind + ": expected outcome and bounds stated by the suite)"
 }
@@ -216,6 +219,8 @@ func expectedColumn(kind string) string {
 		return colDocs
 	case fixtures.KindExtended:
 		return colDerived
+	case fixtures.KindResilience:
+		return colBound
 	}
 	return colStated
 }

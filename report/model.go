@@ -184,7 +184,7 @@ type ClaimTable struct {
 	Name  string `json:"name"`
 	Title string `json:"title"`
 	// Kind is documented (the routing page), extended (derived from the
-	// routers' algorithms) or another kind expect.yaml names.
+	// routers' algorithms) or resilience (a fault and its derived bounds).
 	Kind string `json:"kind"`
 	// Source is expect.yaml's source: docs/<page>.md#<anchor>, comma-separated.
 	Source string `json:"source"`

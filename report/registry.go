@@ -45,6 +45,8 @@ var entryTypes = map[string]func() any{
 	EntryDeploymentCost: func() any { return &DeploymentCost{} },
 	EntrySweep:          func() any { return &Sweep{} },
 	EntryPickerSeed:     func() any { return &PickerSeed{} },
+	EntryDisruption:     func() any { return &Disruption{} },
+	EntryRouterPods:     func() any { return &RouterPods{} },
 }
 
 // decodeKnown decodes an entry recorded under one of the registered names

@@ -129,6 +129,10 @@ type Plan struct {
 	Progress func(Progress) `json:"-"`
 	// ProgressEvery is the interval between Progress calls (default 1s).
 	ProgressEvery time.Duration `json:"-"`
+	// NewConnectionPerRequest opens a connection for every request instead
+	// of keeping one alive per worker: behind a Service that spreads
+	// connections (several router Pods), each request draws a Pod.
+	NewConnectionPerRequest bool `json:"new_connection_per_request,omitempty"`
 }
 
 // PromptSet says how prompts are built. Every prefix starts with a seed

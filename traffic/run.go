@@ -110,8 +110,12 @@ func newRunner(p Plan) (*runner, error) {
 		}
 		extra[k] = raw
 	}
+	tr := newHTTPTransport(p.Concurrency)
+	// One connection per request, as many short-lived clients (curl in a
+	// loop) make: behind a Service each request then draws its own Pod.
+	tr.DisableKeepAlives = p.NewConnectionPerRequest
 	httpClient := &http.Client{
-		Transport: newHTTPTransport(p.Concurrency),
+		Transport: tr,
 		// A router does not redirect; if something does, record the 3xx
 		// rather than replay a POST as GET.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -59,15 +59,32 @@ func TestIdleConnectionTheServerClosedIsNotReused(t *testing.T) {
 	}
 }
 
-func TestConnectionCloseAnswersAreNotReused(t *testing.T) {
-	srv, conns := countingServer(t, func(s *http.Server) { s.SetKeepAlivesEnabled(false) }, nil)
-	p := plan(srv.URL, 4)
-	p.Mode = ModeAlternate
-	for _, r := range mustRun(t, p).Results {
-		wantClass(t, r, ClassOK)
-	}
-	if got := conns.Load(); got != int32(p.Requests) {
-		t.Errorf("server accepted %d connections for %d requests, want one each", got, p.Requests)
+// A server that closes every connection, and a plan that asks for a new
+// connection per request, both give one connection per request.
+func TestOneConnectionPerRequest(t *testing.T) {
+	for name, c := range map[string]struct {
+		server func(*http.Server)
+		plan   func(*Plan)
+	}{
+		"connection-close answers are not reused": {
+			server: func(s *http.Server) { s.SetKeepAlivesEnabled(false) },
+			plan:   func(p *Plan) { p.Mode = ModeAlternate },
+		},
+		"NewConnectionPerRequest dials for every request": {
+			plan: func(p *Plan) { p.NewConnectionPerRequest = true },
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv, conns := countingServer(t, c.server, nil)
+			p := plan(srv.URL, 6)
+			c.plan(&p)
+			for _, r := range mustRun(t, p).Results {
+				wantClass(t, r, ClassOK)
+			}
+			if got := conns.Load(); got != int32(p.Requests) {
+				t.Errorf("server accepted %d connections for %d requests, want one each", got, p.Requests)
+			}
+		})
 	}
 }
 

@@ -84,7 +84,7 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 		noGPU = "no Active accelerated InstanceType has a free accelerator (kubectl get instancetypes)"
 	}
 	env.Pairs = pairs(noGPU)
-	via := "a port-forward to a router Pod's 8081"
+	via := "port-forwards to the Ready router Pods' 8081, a Pod drawn at random per connection as the router Service does"
 	if c.inCluster {
 		via = "the router Service (<md>-router.<ns>.svc:8081)"
 	}

@@ -197,7 +197,7 @@ func (d *Deployment) Replicas(ctx context.Context) ([]clusters.Replica, error) {
 }
 
 func (d *Deployment) replica(md *api.ModelDeployment, rs roleSelector, p *corev1.Pod) clusters.Replica {
-	r := clusters.Replica{Name: p.Name, Role: p.Labels[api.LabelComponent], Kind: rs.kind, IP: p.Status.PodIP}
+	r := clusters.Replica{Name: p.Name, UID: string(p.UID), Role: p.Labels[api.LabelComponent], Kind: rs.kind, IP: p.Status.PodIP}
 	if r.Role == "" {
 		r.Role = rs.role
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -14,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpustack/routing-conformance/api"
 )
@@ -98,30 +102,38 @@ func (t *spdyTunnel) Close() {
 	<-t.done
 }
 
-// localProxy is a stable 127.0.0.1 listener in front of a port-forward. Each
-// accepted connection goes through the current tunnel; a tunnel that dropped
-// (router Pod replaced, API server hiccup) is reopened to a freshly picked
-// Pod, so the URL the specs hold stays valid for the deployment's life.
+// localProxy is a stable 127.0.0.1 listener that behaves, for a client
+// outside the cluster, as the <md>-router Service does for one inside it:
+// each new connection goes to a Ready, not terminating router Pod drawn at
+// random (kube-proxy's iptables mode; see clusters/sim/service for the
+// sources), through a port-forward tunnel to that Pod, and keeps it for its
+// life. A rollout or a deleted router Pod is followed on the next
+// connection; connections already made end when their Pod closes them, as
+// conntracked ones do. `kubectl port-forward svc/<md>-router` would not do:
+// it resolves the Service to one Pod once and dies with it.
 type localProxy struct {
 	ln      net.Listener
-	open    func(ctx context.Context) (Tunnel, error)
+	pick    func(ctx context.Context) (pod string, live []string, err error)
+	forward func(ctx context.Context, pod string) (Tunnel, error)
 	logf    func(string, ...any)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	tunnel  Tunnel
-	conns   map[net.Conn]proxied
+	tunnels map[string]Tunnel // by Pod name
+	conns   map[net.Conn]net.Conn
 	closing bool
 }
 
-func newLocalProxy(open func(ctx context.Context) (Tunnel, error), logf func(string, ...any)) (*localProxy, error) {
+func newLocalProxy(pick func(ctx context.Context) (pod string, live []string, err error), forward func(ctx context.Context, pod string) (Tunnel, error),
+	logf func(string, ...any)) (*localProxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("local listener for the port-forward: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &localProxy{ln: ln, open: open, logf: logf, ctx: ctx, cancel: cancel, conns: map[net.Conn]proxied{}}
+	p := &localProxy{ln: ln, pick: pick, forward: forward, logf: logf, ctx: ctx, cancel: cancel,
+		tunnels: map[string]Tunnel{}, conns: map[net.Conn]net.Conn{}}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -144,70 +156,98 @@ func (p *localProxy) serve() {
 	}
 }
 
-// current returns the live tunnel, opening a new one when there is none or
+// tunnel returns the live tunnel to pod, opening one when there is none or
 // the last one dropped.
-func (p *localProxy) current() (Tunnel, error) {
+func (p *localProxy) tunnel(pod string) (Tunnel, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closing {
 		return nil, errors.New("port-forward closed")
 	}
-	if t := p.tunnel; t != nil {
+	if t := p.tunnels[pod]; t != nil {
 		select {
 		case <-t.Done():
 			t.Close()
-			p.tunnel = nil
+			delete(p.tunnels, pod)
 		default:
 			return t, nil
 		}
 	}
-	t, err := p.open(p.ctx)
+	t, err := p.forward(p.ctx, pod)
 	if err != nil {
 		return nil, err
 	}
-	p.tunnel = t
+	p.tunnels[pod] = t
 	return t, nil
 }
 
-// drop forgets t (if still current) so the next connection reopens.
-func (p *localProxy) drop(t Tunnel) {
+// drop forgets pod's tunnel t (if still current) so the next connection
+// reopens it.
+func (p *localProxy) drop(pod string, t Tunnel) {
 	p.mu.Lock()
-	if p.tunnel == t {
-		p.tunnel = nil
+	if p.tunnels[pod] == t {
+		delete(p.tunnels, pod)
 	}
 	p.mu.Unlock()
 	t.Close()
 }
 
-func (p *localProxy) handle(client net.Conn) {
-	defer client.Close()
-	var upstream net.Conn
-	for attempt := 0; attempt < 2 && upstream == nil; attempt++ {
-		t, err := p.current()
+// prune closes the tunnels to Pods that are gone (their streams fail).
+func (p *localProxy) prune(live []string) {
+	p.mu.Lock()
+	var gone []Tunnel
+	for pod, t := range p.tunnels {
+		if !slices.Contains(live, pod) {
+			gone = append(gone, t)
+			delete(p.tunnels, pod)
+		}
+	}
+	p.mu.Unlock()
+	for _, t := range gone {
+		t.Close()
+	}
+}
+
+// dial picks a router Pod for one new connection and dials through its
+// tunnel; a tunnel that dropped under us is reopened once.
+func (p *localProxy) dial() (net.Conn, error) {
+	var last error
+	for attempt := 0; attempt < 2; attempt++ {
+		pod, live, err := p.pick(p.ctx)
 		if err != nil {
-			p.logf("kube: port-forward: %v", err)
-			return
+			return nil, err
+		}
+		p.prune(live)
+		t, err := p.tunnel(pod)
+		if err != nil {
+			return nil, err
 		}
 		var d net.Dialer
 		c, err := d.DialContext(p.ctx, "tcp", t.Addr())
-		if err != nil {
-			// The tunnel's listener is gone: it dropped under us. Reopen once.
-			p.drop(t)
-			continue
+		if err == nil {
+			return c, nil
 		}
-		upstream = c
-		p.mu.Lock()
-		if p.closing {
-			p.mu.Unlock()
-			upstream.Close()
-			return
-		}
-		p.conns[client] = proxied{tunnel: t, upstream: upstream}
-		p.mu.Unlock()
+		last = err
+		p.drop(pod, t)
 	}
-	if upstream == nil {
+	return nil, last
+}
+
+func (p *localProxy) handle(client net.Conn) {
+	defer client.Close()
+	upstream, err := p.dial()
+	if err != nil {
+		p.logf("kube: port-forward: %v", err)
 		return
 	}
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		upstream.Close()
+		return
+	}
+	p.conns[client] = upstream
+	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
 		delete(p.conns, client)
@@ -235,12 +275,6 @@ func (p *localProxy) handle(client net.Conn) {
 	<-localDone
 }
 
-// proxied is one client connection's upstream and the tunnel it uses.
-type proxied struct {
-	tunnel   Tunnel
-	upstream net.Conn
-}
-
 func closeWrite(c net.Conn) {
 	if tc, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
@@ -249,35 +283,14 @@ func closeWrite(c net.Conn) {
 	_ = c.Close()
 }
 
-// reset closes the current tunnel and the connections through it, so the
-// next request reaches a freshly picked Pod (after a router rollout).
-func (p *localProxy) reset() {
-	p.mu.Lock()
-	t := p.tunnel
-	p.tunnel = nil
-	var victims []net.Conn
-	for c, pc := range p.conns {
-		if pc.tunnel == t {
-			victims = append(victims, c, pc.upstream)
-		}
-	}
-	p.mu.Unlock()
-	for _, c := range victims {
-		_ = c.Close()
-	}
-	if t != nil {
-		t.Close()
-	}
-}
-
 func (p *localProxy) close() {
 	p.mu.Lock()
 	p.closing = true
-	t := p.tunnel
-	p.tunnel = nil
+	tunnels := p.tunnels
+	p.tunnels = map[string]Tunnel{}
 	var conns []net.Conn
-	for c, pc := range p.conns {
-		conns = append(conns, c, pc.upstream)
+	for c, up := range p.conns {
+		conns = append(conns, c, up)
 	}
 	p.mu.Unlock()
 	_ = p.ln.Close()
@@ -285,7 +298,7 @@ func (p *localProxy) close() {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	if t != nil {
+	for _, t := range tunnels {
 		t.Close()
 	}
 	p.wg.Wait()
@@ -293,8 +306,8 @@ func (p *localProxy) close() {
 
 // OpenAIBaseURL is the router's OpenAI base URL ending in /v1: the in-cluster
 // Service (http://<md>-router.<ns>.svc:8081/v1) when the suite runs in a Pod,
-// otherwise a stable loopback URL in front of a port-forward to a Ready
-// router Pod's 8081 that reconnects when the Pod changes.
+// otherwise a stable loopback URL that spreads connections over the Ready
+// router Pods as the Service does (localProxy), through port-forwards.
 func (d *Deployment) OpenAIBaseURL(ctx context.Context) (string, error) {
 	if d.router() == "" {
 		return "", fmt.Errorf("ModelDeployment %s/%s declares no router; this suite sends traffic through the router only", d.ns, d.name)
@@ -308,7 +321,7 @@ func (d *Deployment) OpenAIBaseURL(ctx context.Context) (string, error) {
 		if d.c.fwd == nil {
 			return "", fmt.Errorf("no port-forwarder configured for %s/%s", d.ns, d.name)
 		}
-		p, err := newLocalProxy(d.openTunnel, d.c.logf)
+		p, err := newLocalProxy(d.pickRouterPod, d.forwardRouter, d.c.logf)
 		if err != nil {
 			return "", err
 		}
@@ -317,43 +330,50 @@ func (d *Deployment) OpenAIBaseURL(ctx context.Context) (string, error) {
 	return "http://" + d.proxy.Addr() + "/v1", nil
 }
 
-// openTunnel forwards to 8081 of the newest Ready router Pod.
-func (d *Deployment) openTunnel(ctx context.Context) (Tunnel, error) {
+// pickRouterPod draws one of the router Pods the Service would send a new
+// connection to: Ready and not terminating, else (none Ready) serving
+// terminating ones, at random. live lists every router Pod that exists.
+func (d *Deployment) pickRouterPod(ctx context.Context) (pod string, live []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, d.c.iv.PortForward)
 	defer cancel()
-	pods, err := d.routerPods(ctx)
+	pods, err := d.pods(ctx, routerSelector(d.name, d.router()))
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	var pick string
-	var newest int64
+	var ready, terminating []string
 	for i := range pods {
 		p := &pods[i]
-		if !podReady(p) {
-			continue
-		}
-		if ts := p.CreationTimestamp.UnixNano(); pick == "" || ts > newest {
-			pick, newest = p.Name, ts
+		live = append(live, p.Name)
+		serving := p.Status.Phase == corev1.PodRunning && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		})
+		switch {
+		case !serving:
+		case p.DeletionTimestamp == nil:
+			ready = append(ready, p.Name)
+		default:
+			terminating = append(terminating, p.Name)
 		}
 	}
-	if pick == "" {
-		return nil, fmt.Errorf("no Ready router Pod for %s/%s (%s)", d.ns, d.name, routerSelector(d.name, d.router()))
+	if len(ready) == 0 {
+		ready = terminating
 	}
-	t, err := d.c.fwd.Forward(ctx, d.ns, pick, api.RouterHTTPPort)
+	if len(ready) == 0 {
+		return "", live, fmt.Errorf("no Ready router Pod for %s/%s (%s)", d.ns, d.name, routerSelector(d.name, d.router()))
+	}
+	return ready[rand.IntN(len(ready))], live, nil
+}
+
+// forwardRouter opens a port-forward to pod's 8081.
+func (d *Deployment) forwardRouter(ctx context.Context, pod string) (Tunnel, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.c.iv.PortForward)
+	defer cancel()
+	t, err := d.c.fwd.Forward(ctx, d.ns, pod, api.RouterHTTPPort)
 	if err != nil {
 		return nil, err
 	}
-	d.c.logf("kube: port-forward %s -> %s/%s:%d", t.Addr(), d.ns, pick, api.RouterHTTPPort)
+	d.c.logf("kube: port-forward %s -> %s/%s:%d", t.Addr(), d.ns, pod, api.RouterHTTPPort)
 	return t, nil
-}
-
-func (d *Deployment) resetProxy() {
-	d.mu.Lock()
-	p := d.proxy
-	d.mu.Unlock()
-	if p != nil {
-		p.reset()
-	}
 }
 
 func (d *Deployment) closeProxy() {

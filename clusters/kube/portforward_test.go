@@ -88,21 +88,47 @@ func TestPortForwardReconnectsOnTheSameURLAfterADrop(t *testing.T) {
 	}
 }
 
-func TestPortForwardPicksTheNewestReadyRouterPod(t *testing.T) {
+// TestPortForwardSpreadsConnectionsLikeTheService: each new connection goes
+// to a Ready, not terminating router Pod at random, as kube-proxy sends a
+// connection to the <md>-router Service; a terminating Pod serves only when
+// no Pod is Ready.
+func TestPortForwardSpreadsConnectionsLikeTheService(t *testing.T) {
 	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "2", "q"))
 	d := deployed(t, e, "md")
-	older, newer := echoServer(t, "older"), echoServer(t, "newer")
-	e.addPod(routerPod(d.ns, d.name, "md-router-a", "u1", func(p *corev1.Pod) {
-		p.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour))
-	}))
+	a, b, old := echoServer(t, "a"), echoServer(t, "b"), echoServer(t, "old")
+	e.addPod(routerPod(d.ns, d.name, "md-router-a", "u1"))
 	e.addPod(routerPod(d.ns, d.name, "md-router-b", "u2"))
-	e.addPod(routerPod(d.ns, d.name, "md-router-c", "u3", crashLooping(2))) // newest, not Ready
-	e.fwd.setBackend("md-router-a", older.Listener.Addr().String())
-	e.fwd.setBackend("md-router-b", newer.Listener.Addr().String())
+	e.addPod(routerPod(d.ns, d.name, "md-router-c", "u3", crashLooping(2))) // not Ready
+	e.addPod(routerPod(d.ns, d.name, "md-router-old", "u4", func(p *corev1.Pod) {
+		now := metav1.Now()
+		p.DeletionTimestamp = &now // terminating, still Ready
+		p.Finalizers = []string{"test/keep"}
+	}))
+	e.fwd.setBackend("md-router-a", a.Listener.Addr().String())
+	e.fwd.setBackend("md-router-b", b.Listener.Addr().String())
+	e.fwd.setBackend("md-router-old", old.Listener.Addr().String())
 	base, _ := d.OpenAIBaseURL(context.Background())
-	if got := httpGet(t, base+"/x"); got != "newer /v1/x" {
-		t.Errorf("reached %q", got)
+	got := map[string]int{}
+	const n = 60
+	for range n {
+		got[freshGet(t, base+"/x")]++
 	}
+	// Binomial(60, 1/2): 15 either side is almost 4 sd.
+	if got["a /v1/x"]+got["b /v1/x"] != n || got["a /v1/x"] < 15 || got["b /v1/x"] < 15 {
+		t.Fatalf("connections per router Pod %v; want a and b only, each near %d", got, n/2)
+	}
+	if calls := e.fwd.callCount(); calls != 2 {
+		t.Errorf("%d port-forwards opened, want one per Pod reached (2)", calls)
+	}
+	for _, name := range []string{"md-router-a", "md-router-b"} {
+		if err := e.kube.CoreV1().Pods(d.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := freshGet(t, base+"/y"); got != "old /v1/y" {
+		t.Errorf("with no Ready Pod left the terminating one serves; reached %q", got)
+	}
+	d.closeProxy()
 }
 
 func TestPortForwardWithoutReadyRouterFailsTheRequestNotTheSuite(t *testing.T) {
@@ -154,4 +180,18 @@ func TestInClusterUsesTheRouterService(t *testing.T) {
 	if e.fwd.callCount() != 0 {
 		t.Error("in-cluster mode opened a port-forward")
 	}
+}
+
+// freshGet is httpGet on a connection of its own.
+func freshGet(t *testing.T, url string) string {
+	t.Helper()
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -60,6 +60,7 @@ var RequiredAccess = []Access{
 	{Resource: "pods", Verb: "get"},
 	{Resource: "pods", Verb: "list"},
 	{Resource: "pods", Verb: "watch"},
+	{Resource: "pods", Verb: "delete"}, // the resilience claims' faults (KillEnginePod, DeleteRouterPod)
 	{Resource: "pods", Subresource: "log", Verb: "get"},
 	{Resource: "pods", Subresource: "proxy", Verb: "get"},
 	{Resource: "pods", Subresource: "portforward", Verb: "create"},

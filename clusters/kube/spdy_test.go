@@ -175,9 +175,8 @@ func TestSPDYForwarderBehindTheProxyReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	fwd := NewSPDYForwarder(cfg, kube)
-	proxy, err := newLocalProxy(func(ctx context.Context) (Tunnel, error) {
-		return fwd.Forward(ctx, "rc-x", "md-router-a", 8081)
-	}, t.Logf)
+	proxy, err := newLocalProxy(func(context.Context) (string, []string, error) { return "md-router-a", []string{"md-router-a"}, nil },
+		func(ctx context.Context, pod string) (Tunnel, error) { return fwd.Forward(ctx, "rc-x", pod, 8081) }, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,8 +42,7 @@ func (o PatchOp) MarshalJSON() ([]byte, error) {
 // (docs/operator.md#identity-and-editable-fields).
 // When the router's Pod template changes (extraArgs, image, timeouts, or a
 // router added), Update waits for the replacement router Pod (new UID) to be
-// Ready or to have failed, bounded by Intervals.RouterRollout, and points
-// the port-forward at it. Only spec, labels and annotations are compared.
+// Ready or to have failed, bounded by Intervals.RouterRollout. Only spec, labels and annotations are compared.
 func (d *Deployment) Update(ctx context.Context, mutate func(*api.ModelDeployment)) error {
 	old, err := d.Object(ctx)
 	if err != nil {
@@ -93,11 +92,9 @@ func (d *Deployment) Update(ctx context.Context, mutate func(*api.ModelDeploymen
 	if !rolls {
 		return nil
 	}
-	if err := d.waitNewRouterPod(ctx, oldUIDs); err != nil {
-		return err
-	}
-	d.resetProxy()
-	return nil
+	// The traffic URL needs nothing: its next connection goes to a Ready
+	// router Pod, as the Service's would (localProxy).
+	return d.waitNewRouterPod(ctx, oldUIDs)
 }
 
 // routerRolls reports whether the edit replaces the router Pod: argv routers

@@ -97,7 +97,7 @@ func TestUpdateKeepsFieldsTheSuiteDoesNotModel(t *testing.T) {
 	}
 }
 
-func TestUpdateRouterArgsWaitsForTheNewRouterPodAndRetargetsTraffic(t *testing.T) {
+func TestUpdateRouterArgsWaitsForTheNewRouterPodAndTrafficFollows(t *testing.T) {
 	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "4", "q"))
 	d := deployed(t, e, "md")
 	oldSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "old router") }))
@@ -148,6 +148,9 @@ func TestUpdateRouterArgsWaitsForTheNewRouterPodAndRetargetsTraffic(t *testing.T
 	if base2 != base {
 		t.Errorf("base URL changed from %s to %s", base, base2)
 	}
+	// The old Pod terminates and closes its connections; the next
+	// request through the same URL reaches the new Pod.
+	oldSrv.CloseClientConnections()
 	if got := httpGet(t, base+"/models"); got != "new router" {
 		t.Errorf("after the update the same URL reaches %q", got)
 	}

@@ -140,9 +140,12 @@ func (d *deployment) routerPods() []kubelet.PodStatus {
 	return out
 }
 
-// OpenAIBaseURL is a ready router Pod's own address (the sim's stand-in for
-// a port-forward): http://<routerPodIP>:8081/v1. Without a router it is a
-// ready replica of the first role, as the deployment Service would pick.
+// OpenAIBaseURL is the <md>-router Service's address, as a client inside a
+// cluster uses it: http://<ClusterIP>:8081/v1, stable for the deployment's
+// life, each new connection going to a Ready router Pod at random (package
+// service). It is an error while the Service has no usable endpoint.
+// Without a router it is a ready replica of the first role, as the
+// deployment Service would pick.
 func (d *deployment) OpenAIBaseURL(ctx context.Context) (string, error) {
 	obj, err := d.Object(ctx)
 	if err != nil {
@@ -162,16 +165,18 @@ func (d *deployment) OpenAIBaseURL(ctx context.Context) (string, error) {
 		}
 		return "", fmt.Errorf("%s has no ready replica of role %s", d.key(), obj.Spec.Roles[0].Name)
 	}
-	for _, p := range d.routerPods() {
-		if p.Ready {
-			return "http://" + net.JoinHostPort(p.IP, strconv.Itoa(api.RouterHTTPPort)) + "/v1", nil
-		}
+	url, usable, err := d.ctrl.RouterServiceURL()
+	if err == nil && len(usable) > 0 {
+		return url + "/v1", nil
 	}
 	reason := "RouterReady not reported"
 	if c := obj.Status.FindCondition(api.ConditionRouterReady); c != nil {
 		reason = fmt.Sprintf("RouterReady=%s/%s: %s", c.Status, c.Reason, c.Message)
 	}
-	return "", fmt.Errorf("%s has no ready router Pod (%s)", d.key(), reason)
+	if err != nil {
+		return "", fmt.Errorf("%w (%s)", err, reason)
+	}
+	return "", fmt.Errorf("%s: Service %s-router has no ready router Pod behind it (%s)", d.key(), d.name, reason)
 }
 
 // RouterLogs returns the router container's log of each live router Pod
@@ -285,7 +290,7 @@ func (d *deployment) Replicas(ctx context.Context) ([]clusters.Replica, error) {
 				serving = int(operator.ServingPort(&r))
 			}
 		}
-		out = append(out, clusters.Replica{Name: p.Name, Role: role, Kind: kinds[role], IP: p.IP, Port: serving,
+		out = append(out, clusters.Replica{Name: p.Name, UID: p.UID, Role: role, Kind: kinds[role], IP: p.IP, Port: serving,
 			MetricsPort: port})
 	}
 	return out, nil

@@ -24,15 +24,21 @@ import (
 
 func chat(t *testing.T, base, content string) {
 	t.Helper()
-	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(
-		`{"model":"Qwen/Qwen2.5-0.5B-Instruct","max_tokens":4,"messages":[{"role":"user","content":"`+content+`"}]}`))
+	postOK(t, base+"/chat/completions",
+		`{"model":"Qwen/Qwen2.5-0.5B-Instruct","max_tokens":4,"messages":[{"role":"user","content":"`+content+`"}]}`)
+}
+
+// postOK posts a JSON body through llm-d-router and fails unless it answers 200.
+func postOK(t *testing.T, url, body string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		t.Fatalf("chat through llm-d-router: %d %s", resp.StatusCode, body)
+		t.Fatalf("POST %s through llm-d-router: %d %s", url, resp.StatusCode, b)
 	}
 }
 
@@ -357,5 +363,51 @@ func TestLLMDRejectedConfigurationSurfacesAsRouterNotReady(t *testing.T) {
 	}
 	if _, err := d.OpenAIBaseURL(ctx); err == nil {
 		t.Fatal("a router whose epp never starts has no OpenAI endpoint")
+	}
+}
+
+// A prefill/decode pair under llm-d-router: the decode Pod's routing proxy
+// owns the serving port, its engine is scraped on 8200, and the EPP's
+// split requests reach the prefill engine through the proxy while a short
+// prompt stays on the decoder (docs/operator.md#engine-pods,
+// docs/llmd.md#disaggregated-prefill-and-decode).
+func TestLLMDPrefillDecodeRunsThroughTheRoutingProxy(t *testing.T) {
+	c := realCluster(t, sim.Options{PickerSeed: 42})
+	m := md("llmdpd", api.RouterLLMD, api.EngineVLLM, 1)
+	m.Spec.Roles = []api.Role{
+		{Name: "prefill", Kind: api.RoleKindPrefill, Replicas: api.Ptr[int32](1), InstanceType: "sim-gpu"},
+		{Name: "decode", Kind: api.RoleKindDecode, Replicas: api.Ptr[int32](1), InstanceType: "sim-gpu"},
+	}
+	d := deployReady(t, c, m)
+	ctx := ctxT(t, 20*time.Second)
+	base, err := d.OpenAIBaseURL(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(prompt string) {
+		t.Helper()
+		postOK(t, base+"/completions", `{"model":"Qwen/Qwen2.5-0.5B-Instruct","max_tokens":4,"prompt":"`+prompt+`"}`)
+	}
+	post("Hi")
+	post(strings.Repeat("a long prompt no engine has seen ", 12))
+	http.DefaultClient.CloseIdleConnections()
+
+	reps, err := d.Replicas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, r := range reps {
+		if r.Kind == api.RoleKindDecode && (r.Port != 8000 || r.MetricsPort != 8200) {
+			t.Errorf("decoder: serving port %d, metrics port %d; want 8000 (the proxy), 8200 (the engine)", r.Port, r.MetricsPort)
+		}
+		s, err := d.EngineMetrics(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[r.Kind], _ = s.Sum("vllm:request_success_total")
+	}
+	if got[api.RoleKindPrefill] != 1 || got[api.RoleKindDecode] != 2 {
+		t.Errorf("engine requests %v: want the long prompt's prefill leg on prefill, both on decode", got)
 	}
 }

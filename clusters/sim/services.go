@@ -98,15 +98,21 @@ func serviceName(host string) (svc, ns string, ok bool) {
 
 // resolveService picks a ready Pod of one of the Services the operator
 // renders for a deployment in ns (docs/operator.md#services):
-// <md>-<role> (that role's Pods), <md> (the first role's), <md>-router (the
-// router Pods).
+// <md>-<role> (that role's Pods), <md> (the first role's); <md>-router is
+// the ClusterIP of the router Service's kube-proxy emulation, which spreads
+// connections over the router Pods (controller/service.go).
 func (c *Cluster) resolveService(svc, ns string) (string, error) {
 	for _, d := range c.liveIn(ns) {
 		md := d.ctrl.Object()
 		selector := map[string]string{}
 		switch {
 		case svc == operator.RouterServiceName(md) && md.Spec.Router != nil:
-			selector = operator.RouterLabels(md)
+			u, _, err := d.ctrl.RouterServiceURL()
+			if err != nil {
+				return "", fmt.Errorf("service %s/%s: %w", ns, svc, err)
+			}
+			ip, _, err := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+			return ip, err
 		case svc == md.Metadata.Name && len(md.Spec.Roles) > 0:
 			selector = operator.RoleSelector(md, &md.Spec.Roles[0])
 		default:

@@ -189,10 +189,15 @@ func serve(ctx context.Context, cluster *sim.Cluster, md *api.ModelDeployment, t
 			fmt.Fprintf(stderr, "routing-sim: %v\n", err)
 			return exitFailure
 		}
-		host := strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/v1")
-		ip, _, _ := strings.Cut(host, ":")
-		fmt.Fprintf(&b, "  router (%s):     %s\n", obj.Spec.Router.Name, base)
-		fmt.Fprintf(&b, "  router metrics:  http://%s:%d/metrics\n", ip, api.RouterMetricsPort)
+		fmt.Fprintf(&b, "  router (%s):     %s (the %s-router Service)\n", obj.Spec.Router.Name, base, obj.Metadata.Name)
+		pods, err := d.RouterState(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "routing-sim: %v\n", err)
+			return exitFailure
+		}
+		for _, p := range pods {
+			fmt.Fprintf(&b, "  router metrics:  http://%s:%d/metrics (%s)\n", p.IP, api.RouterMetricsPort, p.Name)
+		}
 	}
 	reps, err := d.Replicas(ctx)
 	if err != nil {

@@ -60,7 +60,7 @@ func AffinitySpec(input func() AffinitySpecInput) {
 		dep := in.ready(ctx, ClaimAffinity, exp.RouterArgs)
 		rs := in.replicas(ctx, dep)
 		before := scrapeEngines(ctx, dep, rs)
-		rep := send(ctx, in.plan(ctx, dep, in.Requests))
+		rep := in.send(ctx, ClaimAffinity, in.plan(ctx, dep, in.Requests))
 		s := in.measureSplit(ctx, ClaimAffinity, dep, in.Pair, rs, before, in.Requests)
 
 		title := fmt.Sprintf("%d serial chats, %d-character shared prefix, streaming and not in turn", in.Requests, in.Config.Traffic.PrefixChars)

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,25 +30,40 @@ var _ = register(Claim{
 	// Each bad value is a deployment of its own, deleted as soon as the
 	// crash is confirmed: no other claim can use a router that never starts.
 	Deployment: nil,
-	Spec: func(p api.Pair, input func() Input) {
-		for _, v := range badValues(p) {
-			text := "--policy " + v
-			if v == "" {
-				text = "any --policy"
-			}
-			Describe(text, func() {
-				BadPolicySpec(func() BadPolicySpecInput { return BadPolicySpecInput{Input: input(), Value: v} })
-			})
-		}
-	},
+	Spec:       func(p api.Pair, input func() Input) { describeBadValues(ClaimBadPolicy, p, input) },
 })
+
+// describeBadValues defines a BadPolicySpec per documented bad value of
+// claim for p: one for --policy, or for the flag the value names.
+func describeBadValues(claim string, p api.Pair, input func() Input) {
+	for _, v := range badValues(claim, p) {
+		text := v.FlagName() + " " + v.Value
+		switch {
+		case v.Value == "" && claim == ClaimBadPolicy:
+			text = "any --policy"
+		case v.Value == "":
+			text = "any bad value"
+		}
+		Describe(text, func() {
+			BadPolicySpec(func() BadPolicySpecInput {
+				return BadPolicySpecInput{Input: input(), Claim: claim, Value: v.Value, Flag: v.Flag}
+			})
+		})
+	}
+}
 
 // BadPolicySpecInput is the input of BadPolicySpec.
 type BadPolicySpecInput struct {
 	Input
-	// Value is the --policy value to refuse; "" for a pair the claim does
-	// not apply to (the spec then skips with the documented reason).
+	// Claim is the claim whose expect.yaml row documents the value
+	// (default badpolicy; pdbadpolicy runs it on prefill/decode pairs).
+	Claim string
+	// Value is the value to refuse; "" for a pair the claim does not apply
+	// to (the spec then skips with the documented reason).
 	Value string
+	// Flag is the flag given the value: "" for --policy, or
+	// --prefill-policy, --decode-policy as the row documents.
+	Flag string
 }
 
 // BadPolicySpec: a --policy value the router does not accept passes
@@ -57,23 +73,31 @@ type BadPolicySpecInput struct {
 // deployment never Ready. The deployment is deleted as soon as all that is
 // confirmed: on a GPU cluster its engines hold accelerators for nothing.
 func BadPolicySpec(input func() BadPolicySpecInput) {
-	const spec = ClaimBadPolicy
 	var (
-		in  BadPolicySpecInput
-		bp  fixtures.BadPolicy
-		bad fixtures.BadValue
+		in   BadPolicySpecInput
+		spec string
+		bp   fixtures.BadPolicy
+		bad  fixtures.BadValue
+		pd   *fixtures.PD
 	)
 	BeforeEach(func() {
 		in = input()
-		exp := in.begin("BadPolicySpec", ClaimBadPolicy)
-		bp = *exp.BadPolicy
-		i := slices.IndexFunc(bp.Values, func(v fixtures.BadValue) bool { return v.Value == in.Value })
-		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a documented bad --policy value of %s", in.Value, in.Pair)
+		spec = cmp.Or(in.Claim, ClaimBadPolicy)
+		exp := in.begin("BadPolicySpec", spec)
+		Expect(exp.BadPolicy).NotTo(BeNil(), "fixtures/expect.yaml: claims[%s] row %s has no badPolicy", spec, in.Pair)
+		bp, pd = *exp.BadPolicy, exp.PD
+		i := slices.IndexFunc(bp.Values, func(v fixtures.BadValue) bool { return v.Value == in.Value && v.Flag == in.Flag })
+		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a documented bad %s value of %s", in.Value, cmp.Or(in.Flag, "--policy"), in.Pair)
 		bad = bp.Values[i]
 	})
 
 	It("stops the router at startup with clap's error and exit code 2, and the deployment never becomes Ready", func(ctx SpecContext) {
-		own := in.own(in.Pair, objectName(spec+"-"+in.Value, in.Pair), "--policy", in.Value)
+		name := spec + "-" + in.Value
+		if bad.Flag != "" {
+			name = spec + "-" + strings.TrimSuffix(strings.TrimPrefix(bad.Flag, "--"), "-policy") + "-" + in.Value
+		}
+		own := in.own(in.Pair, objectName(name, in.Pair), bad.FlagName(), in.Value)
+		own.PD = pd
 		dep, err := own.Create(ctx, in.Target, spec)
 		Expect(err).NotTo(HaveOccurred(), "creating %s", own.Name)
 
@@ -84,14 +108,15 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 		})
 		crashed, stderr, cond := crash.Pod, crash.Text, crash.RouterReady
 
-		report.Record(report.RouterExit{Claim: ClaimBadPolicy, Pair: in.Pair.String(), Value: in.Value, ExitCode: crashed.LastExitCode,
+		given := bad.FlagName() + " " + in.Value
+		report.Record(report.RouterExit{Claim: spec, Pair: in.Pair.String(), Value: in.Value, ExitCode: crashed.LastExitCode,
 			Restarts: crashed.Restarts, Ready: crashed.Ready, RouterReady: cond, Stderr: clap.Text})
-		report.Record(report.Claim{Claim: ClaimBadPolicy, Pair: in.Pair.String(),
-			Expected: fmt.Sprintf("--policy %s: exit %d, %s", in.Value, bp.ExitCode, tipWords(bad.Tip)),
-			Measured: fmt.Sprintf("--policy %s: exit %d, %q, %s, RouterReady %s", in.Value, *crashed.LastExitCode, clap.Message, tipWords(strings.Join(clap.Tips, ", ")), cond)})
+		report.Record(report.Claim{Claim: spec, Pair: in.Pair.String(),
+			Expected: fmt.Sprintf("%s: exit %d, %s", given, bp.ExitCode, tipWords(bad.Tip)),
+			Measured: fmt.Sprintf("%s: exit %d, %q, %s, RouterReady %s", given, *crashed.LastExitCode, clap.Message, tipWords(strings.Join(clap.Tips, ", ")), cond)})
 
 		Expect(*crashed.LastExitCode).To(BeEquivalentTo(bp.ExitCode), "the router's exit code")
-		refused := assertions.HaveRefusedPolicyValue(in.Value, bp.Arg).WithPossibleValues(bp.PossibleValues...).WithLines(bp.ClapError(bad)...)
+		refused := assertions.HaveRefusedPolicyValue(in.Value, bp.ArgOf(bad)).WithPossibleValues(bp.PossibleValues...).WithLines(bp.ClapError(bad)...)
 		if bad.Tip != "" {
 			refused = refused.WithTip(bad.Tip)
 		} else {
@@ -112,16 +137,13 @@ func tipWords(tip string) string {
 	return "tip '" + tip + "'"
 }
 
-// badValues are the documented bad values of a pair, or one "" when the
-// claim does not apply (so the pair still shows as skipped, with the reason).
-func badValues(p api.Pair) []string {
-	exp, err := fixtures.Lookup(ClaimBadPolicy, p)
+// badValues are claim's documented bad values for a pair, or one empty
+// value when the claim does not apply (so the pair still shows as skipped,
+// with the reason).
+func badValues(claim string, p api.Pair) []fixtures.BadValue {
+	exp, err := fixtures.Lookup(claim, p)
 	if err != nil || exp.BadPolicy == nil {
-		return []string{""}
+		return []fixtures.BadValue{{}}
 	}
-	var out []string
-	for _, v := range exp.BadPolicy.Values {
-		out = append(out, v.Value)
-	}
-	return out
+	return exp.BadPolicy.Values
 }

@@ -81,11 +81,11 @@ func ConcurrencySpec(input func() ConcurrencySpecInput) {
 		for _, c := range in.Levels {
 			before := scrapeEngines(ctx, dep, rs)
 			plan := in.plan(ctx, dep, 1)
-			warm := send(ctx, plan)
+			warm := in.send(ctx, ClaimConcurrency, plan)
 			// The same prefix: the level continues the warm-up's prompts.
 			plan.Prompts.Nonce = warm.Plan.Prompts.Nonce
 			plan.Requests, plan.Concurrency, plan.FirstIndex = in.Requests, c, 1
-			rep := send(ctx, plan)
+			rep := in.send(ctx, ClaimConcurrency, plan)
 			s := in.measureSplit(ctx, ClaimConcurrency, dep, in.Pair, rs, before, in.Requests+1)
 			sum := rep.Summary
 			l := report.SweepLevel{Concurrency: c, Requests: in.Requests + 1, Failures: sum.Failed,

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -82,21 +83,7 @@ func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p api
 	Expect(err).NotTo(HaveOccurred(), "epp.yaml of the router ConfigMap:\n%s", cfg["epp.yaml"])
 
 	By("reading the epp's effective configuration from its startup log")
-	const marker = "Effective raw configuration"
-	var line string
-	t.eventually(ctx, ClaimDefaults, config.OpWaitLogs, func(ctx context.Context) error {
-		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{Container: "epp"})
-		if err != nil {
-			return err
-		}
-		for _, l := range routerlog.Lines(logs) {
-			if strings.Contains(l.Text, marker) {
-				line = l.Text
-				return nil
-			}
-		}
-		return fmt.Errorf("no %q line in the epp log yet", marker)
-	}).Should(Succeed())
+	line := effectiveConfig(ctx, t, ClaimDefaults, dep)
 
 	var missing, found []string
 	for _, s := range exp.Scorers {
@@ -148,4 +135,35 @@ func profileWeights(doc string) (map[string]map[string]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// effectiveConfig is the configuration the epp's "Effective raw
+// configuration" startup line prints: the EndpointPickerConfig it runs,
+// after defaults, with weights as %.2f and plugin parameters as JSON
+// (docs/llmd.md#startup-log-lines). The line is a zap JSON object whose
+// config field holds it; a line that is not JSON is returned whole.
+func effectiveConfig(ctx context.Context, t Target, claim string, dep clusters.Deployment) string {
+	GinkgoHelper()
+	const marker = "Effective raw configuration"
+	var line string
+	t.eventually(ctx, claim, config.OpWaitLogs, func(ctx context.Context) error {
+		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{Container: api.ContainerEPP})
+		if err != nil {
+			return err
+		}
+		for _, l := range routerlog.Lines(logs) {
+			if strings.Contains(l.Text, marker) {
+				line = l.Text
+				return nil
+			}
+		}
+		return fmt.Errorf("no %q line in the epp log yet", marker)
+	}).Should(Succeed())
+	var fields struct {
+		Config string `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(line), &fields); err == nil && fields.Config != "" {
+		return fields.Config
+	}
+	return line
 }

@@ -29,6 +29,9 @@ import (
 type PairDeployment struct {
 	Pair       api.Pair
 	RouterArgs []string
+	// PD, when set, makes it a prefill/decode pair of that shape instead of
+	// the configured servers.
+	PD *fixtures.PD
 	// Name is metadata.name.
 	Name string
 	// Replicas, when > 0, overrides the config's engine replicas: a
@@ -52,11 +55,20 @@ type PairDeployment struct {
 // one Ordered container share, named for the args and the pair. Release it
 // after the container's last spec.
 func SharedDeployment(p api.Pair, routerArgs []string) *PairDeployment {
+	return sharedDeployment(p, routerArgs, nil)
+}
+
+// sharedDeployment is SharedDeployment for servers (pd nil) or a
+// prefill/decode pair of pd's shape, named "pd-..." then.
+func sharedDeployment(p api.Pair, routerArgs []string, pd *fixtures.PD) *PairDeployment {
 	what := "shared"
 	if len(routerArgs) > 0 {
 		what = strings.Join(routerArgs, "-")
 	}
-	return &PairDeployment{Pair: p, RouterArgs: routerArgs, Name: objectName(what, p)}
+	if pd != nil {
+		what = "pd-" + strings.TrimLeft(what, "-")
+	}
+	return &PairDeployment{Pair: p, RouterArgs: routerArgs, PD: pd, Name: objectName(what, p)}
 }
 
 // own is a deployment of p for the running spec alone, deleted when it ends.
@@ -70,6 +82,10 @@ func (d *PairDeployment) options() []fixtures.Option {
 	if d.Replicas > 0 {
 		opts = append(opts, fixtures.WithReplicas(d.Replicas))
 	}
+	if d.PD != nil {
+		// Last: the pair replaces the server role, with its own replicas.
+		opts = append(opts, fixtures.WithPrefillDecode(d.PD.Prefill, d.PD.Decode))
+	}
 	return opts
 }
 
@@ -82,8 +98,8 @@ func (d *PairDeployment) Create(ctx context.Context, t Target, claim string) (cl
 		md := t.build(d.Pair, d.Name, d.options()...)
 		Expect(md.Spec.Router).NotTo(BeNil(), "the suite deploys routed ModelDeployments only")
 		Expect(md.Spec.Roles).NotTo(BeEmpty())
-		By(fmt.Sprintf("creating ModelDeployment %s (%s in front of %d %s replicas, router args %q)", md.Metadata.Name,
-			md.Spec.Router.Name, md.Spec.Roles[0].RoleReplicas(), md.Spec.Engine.Name, md.Spec.Router.ExtraArgs))
+		By(fmt.Sprintf("creating ModelDeployment %s (%s in front of %s, router args %q)", md.Metadata.Name,
+			md.Spec.Router.Name, roleWords(md), md.Spec.Router.ExtraArgs))
 		d.created, d.by = true, CurrentSpecReport().FullText()
 		d.dep, d.err = t.Cluster.Deploy(ctx, md)
 		if d.err == nil && d.perSpec {
@@ -198,4 +214,18 @@ func (d *PairDeployment) Release(ctx context.Context, t Target) {
 	}
 	report.Record(entry)
 	Expect(delErr).NotTo(HaveOccurred(), "deleting %s/%s", d.dep.Namespace(), d.dep.Name())
+}
+
+// roleWords says what engines md runs: "2 vLLM replicas", or "2 prefill
+// and 2 decode vLLM replicas".
+func roleWords(md *api.ModelDeployment) string {
+	var parts []string
+	for _, r := range md.Spec.Roles {
+		if r.RoleKind() == api.RoleKindServer {
+			parts = append(parts, fmt.Sprint(r.RoleReplicas()))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d %s", r.RoleReplicas(), strings.ToLower(r.RoleKind())))
+		}
+	}
+	return fmt.Sprintf("%s %s replicas", strings.Join(parts, " and "), md.Spec.Engine.Name)
 }

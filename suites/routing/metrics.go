@@ -65,7 +65,7 @@ func PerWorkerMetricsSpec(input func() PerWorkerMetricsSpecInput) {
 			plan.Requests, plan.Concurrency = 4*level, level
 			plan.Prompts = traffic.PromptSet{Kind: traffic.PromptsUnrelated, PrefixChars: in.Config.Traffic.PrefixChars}
 		} else {
-			send(ctx, plan)
+			in.send(ctx, ClaimMetrics, plan)
 		}
 
 		var measured []string

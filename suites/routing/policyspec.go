@@ -19,7 +19,6 @@ import (
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/metrics"
 	"github.com/gpustack/routing-conformance/report"
-	"github.com/gpustack/routing-conformance/traffic"
 )
 
 // policyClaim is the registry row of a claim about one --policy set at
@@ -111,7 +110,7 @@ func PolicySpec(input func() PolicySpecInput) {
 func (in PolicySpecInput) spread(ctx context.Context, dep clusters.Deployment, rs []clusters.Replica, exp fixtures.Expectation) (int, []string, []func()) {
 	GinkgoHelper()
 	before := scrapeEngines(ctx, dep, rs)
-	rep := send(ctx, in.plan(ctx, dep, in.Requests))
+	rep := in.send(ctx, in.Claim, in.plan(ctx, dep, in.Requests))
 	s := in.measureSplit(ctx, in.Claim, dep, in.Pair, rs, before, in.Requests)
 	want := splitWords(*exp.Split, in.Requests, len(rs))
 	report.Record(splitEntry(in.Claim, in.Pair, fmt.Sprintf("%d serial chats, %s", in.Requests, strings.Join(exp.RouterArgs, " ")), s, rs, in.Requests, rep.Summary.Failed, want))
@@ -137,7 +136,7 @@ func (in PolicySpecInput) keyed(ctx context.Context, dep clusters.Deployment, rs
 		plan.Headers = map[string]string{k.Header: key}
 		plan.FirstIndex = i * k.PerKey
 		before := scrapeEngines(ctx, dep, rs)
-		send(ctx, plan)
+		in.send(ctx, in.Claim, plan)
 		s := in.measureSplit(ctx, in.Claim, dep, in.Pair, rs, before, k.PerKey)
 		perKey[key] = s
 		keys = append(keys, key)
@@ -157,7 +156,7 @@ func (in PolicySpecInput) keyed(ctx context.Context, dep clusters.Deployment, rs
 		plan := base
 		plan.Requests, plan.FirstIndex = k.Unkeyed, sent
 		before := scrapeEngines(ctx, dep, rs)
-		rep := send(ctx, plan)
+		rep := in.send(ctx, in.Claim, plan)
 		unkeyed = in.measureSplit(ctx, in.Claim, dep, in.Pair, rs, before, k.Unkeyed)
 		shape := fixtures.Split{Shape: k.UnkeyedShape}
 		report.Record(splitEntry(in.Claim, in.Pair, fmt.Sprintf("%d serial chats without %s", k.Unkeyed, k.Header), unkeyed, rs, k.Unkeyed,
@@ -228,8 +227,8 @@ func (in PolicySpecInput) refused(ctx context.Context, dep clusters.Deployment, 
 	before := scrapeEngines(ctx, dep, rs)
 	plan := in.plan(ctx, dep, r.Requests)
 	By(fmt.Sprintf("sending %d chats, each to be refused with %d %s", r.Requests, r.Status, r.Code))
-	rep, err := traffic.Run(ctx, plan)
-	Expect(err).NotTo(HaveOccurred())
+	rep, err := in.runTraffic(ctx, in.Claim, plan)
+	Expect(err).NotTo(HaveOccurred(), func() string { return fmt.Sprint(err) })
 	after := scrapeEngines(ctx, dep, rs)
 	counter, err := split.RequestCounter(in.Pair.Engine)
 	Expect(err).NotTo(HaveOccurred())

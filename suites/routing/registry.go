@@ -26,14 +26,19 @@ import (
 )
 
 // Labels every claim's spec carries besides router:, engine:, policy: and
-// feature:: claim:documented or claim:extended (the claims entry's kind in
-// fixtures/expect.yaml), and the topology.
+// feature:: claim:documented, claim:extended or claim:resilience (the claims
+// entry's kind in fixtures/expect.yaml), and the topology.
 const (
 	LabelDocumented = "claim:documented"
 	// LabelExtended marks claims beyond the routing page, whose outcomes
-	// are derived from the routers' algorithms.
-	LabelExtended = "claim:extended"
-	LabelServer   = "topology:server"
+	// are derived from the routers' algorithms; LabelResilience the faults
+	// injected mid-traffic.
+	LabelExtended   = "claim:extended"
+	LabelResilience = "claim:resilience"
+	LabelServer     = "topology:server"
+	// LabelPD marks a claim run on prefill/decode pairs (its expect.yaml
+	// rows carry pd).
+	LabelPD = "topology:pd"
 	// LabelNeedsGPU marks specs that run engines: on a real cluster they
 	// need accelerators; `--label-filter='!needs:gpu'` runs the rest.
 	LabelNeedsGPU = "needs:gpu"
@@ -52,9 +57,18 @@ type Claim struct {
 	Name string
 	// Title is the text of the claim's container in the spec tree.
 	Title string
-	// Labels are the claim's labels besides claim:documented (or
-	// claim:extended), topology:server and feature:<name>.
+	// PD is a claim run on prefill/decode pairs (topology:pd instead of
+	// topology:server); the pair's shape is each row's pd.
+	PD bool
+	// Labels are the claim's labels besides claim:<kind> (its claims
+	// entry's kind in expect.yaml), topology:server (or topology:pd) and
+	// feature:<name>.
 	Labels []string
+	// Mutates: the claim's specs change the deployment they share (an
+	// edit, a fault) and leave it whole again. They run after every claim
+	// of their deployment that does not, so no earlier outcome can see
+	// them (plan).
+	Mutates bool
 	// PolicyLabel adds policy:<the --policy of the claim's routerArgs, else
 	// the router's default> to each pair's container.
 	PolicyLabel bool
@@ -194,12 +208,17 @@ func isolated() (bool, error) {
 // specs run against the same deployment share it inside an Ordered,
 // ContinueOnFailure container, in registry order; the first spec that needs
 // it creates it (after its own skips), DeferCleanup from BeforeAll deletes
-// it after the last, and each spec's failure is its own. With the
-// documented claims that gives, per pair:
+// it after the last, and each spec's failure is its own. That gives, per
+// pair:
 //
-//	router defaults:           defaults, affinity, metrics (sglang-gateway, llm-d-router)
+//	router defaults:           defaults, affinity, metrics (sglang-gateway, llm-d-router),
+//	                           concurrency, routingtext, thresholds (its defaults case),
+//	                           then the claims that mutate it: switch, routerreplicas,
+//	                           deleterouter, killengine, metricshang, routerhang,
+//	                           engineerrors
 //	--policy round_robin:      roundrobin, admission (its "admitted" check), metrics (vllm-router)
-//	a deployment each:         badpolicy (one per bad value, deleted once the crash is confirmed)
+//	a deployment each:         badpolicy (one per bad value, deleted once the crash is confirmed),
+//	                           every other --policy, threshold setting and bad threshold value
 //	none:                      admission's refusals, which create nothing
 //
 // Why the shared history cannot change an outcome: defaults and roundrobin
@@ -222,6 +241,16 @@ func isolated() (bool, error) {
 // added later must be as indifferent to history, or have its Deployment
 // return false.
 //
+// The claims that edit or fault the deployment (Mutates) run after every
+// claim of it that does not, so none of those sees an edit, a replaced Pod
+// or an open circuit. Each puts the deployment back as created and whole
+// before it ends (restoreAfter; engineerrors replaces the router Pod so its
+// open circuit is gone), measures its own traffic only, and judges a split
+// over a batch sent after its own edit, on a router Pod that started empty:
+// so their order among themselves cannot change an outcome either. Sharing
+// saves a deployment per pair on a GPU cluster; only killengine starts an
+// engine Pod more (the replacement, one model load).
+//
 // E2E_ISOLATE=1 gives every spec its own deployment again (named
 // <claim>-<pair>, as before sharing), without Ordered containers.
 func DescribeClaims(target func() Target) bool {
@@ -236,25 +265,49 @@ func DescribeClaims(target func() Target) bool {
 
 // group is the claims of a pair that share one deployment.
 type group struct {
-	args   []string
+	args []string
+	// pd is the prefill/decode shape, nil for servers.
+	pd     *fixtures.PD
 	claims []Claim
+}
+
+// sameShape reports whether two deployments have the same roles: both
+// servers, or prefill/decode pairs of the same replicas.
+func sameShape(a, b *fixtures.PD) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Prefill == b.Prefill && a.Decode == b.Decode
 }
 
 // plan sorts a pair's claims into the groups that share a deployment (in
 // order of first use) and those that run alone.
 func plan(claims []Claim, p api.Pair, isolate bool) (groups []*group, alone []Claim) {
 	for _, c := range claims {
-		args, shared := sharedArgs(c, p)
+		args, pd, shared := sharedArgs(c, p)
 		if isolate || !shared {
 			alone = append(alone, c)
 			continue
 		}
-		i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.args, args) })
+		i := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.args, args) && sameShape(g.pd, pd) })
 		if i < 0 {
-			groups = append(groups, &group{args: args})
+			groups = append(groups, &group{args: args, pd: pd})
 			i = len(groups) - 1
 		}
 		groups[i].claims = append(groups[i].claims, c)
+	}
+	for _, g := range groups {
+		// Claims that mutate the deployment go last, in registry order: the
+		// ones that need its pristine history run before any edit or fault.
+		slices.SortStableFunc(g.claims, func(a, b Claim) int {
+			switch {
+			case a.Mutates == b.Mutates:
+				return 0
+			case b.Mutates:
+				return -1
+			}
+			return 1
+		})
 	}
 	return groups, alone
 }
@@ -265,8 +318,8 @@ func describePair(claims []Claim, p api.Pair, target func() Target, isolate bool
 		describeClaim(c, p, func() Input { return Input{Target: target(), Pair: p} })
 	}
 	for _, g := range groups {
-		d := SharedDeployment(p, g.args)
-		Describe(sharedText(g.args), Ordered, ContinueOnFailure, func() {
+		d := sharedDeployment(p, g.args, g.pd)
+		Describe(sharedText(g.args, g.pd), Ordered, ContinueOnFailure, func() {
 			BeforeAll(func() {
 				t := target()
 				// Runs after the container's last spec, failed or not.
@@ -279,39 +332,44 @@ func describePair(claims []Claim, p api.Pair, target func() Target, isolate bool
 	}
 }
 
-// sharedArgs is the router args of the deployment claim c's specs share for
-// p, or false when they do not share one.
-func sharedArgs(c Claim, p api.Pair) ([]string, bool) {
+// sharedArgs is the router args and prefill/decode shape of the
+// deployment claim c's specs share for p, or false when they do not share
+// one.
+func sharedArgs(c Claim, p api.Pair) ([]string, *fixtures.PD, bool) {
 	if c.Deployment == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	exp, err := fixtures.Lookup(c.Name, p)
 	if err != nil || exp.NotApplicable != "" {
-		return nil, false // the spec skips or fails on its own
+		return nil, nil, false // the spec skips or fails on its own
 	}
-	return c.Deployment(exp)
+	args, shared := c.Deployment(exp)
+	return args, exp.PD, shared
 }
 
 // sharedTextPrefix starts the text of every shared deployment's container.
 const sharedTextPrefix = "on one deployment"
 
-func sharedText(args []string) string {
-	if len(args) == 0 {
-		return sharedTextPrefix + " with the router's defaults"
+func sharedText(args []string, pd *fixtures.PD) string {
+	what := sharedTextPrefix
+	if pd != nil {
+		what = fmt.Sprintf("%s of %d prefill and %d decode replicas", what, pd.Prefill, pd.Decode)
 	}
-	return fmt.Sprintf("%s with router args %s", sharedTextPrefix, strings.Join(args, " "))
+	if len(args) == 0 {
+		return what + " with the router's defaults"
+	}
+	return fmt.Sprintf("%s with router args %s", what, strings.Join(args, " "))
 }
 
-// kindLabel is claim:extended for an extended claim, else claim:documented.
-func kindLabel(claim string) string {
-	if fixtures.ClaimKind(claim) == fixtures.KindExtended {
-		return LabelExtended
-	}
-	return LabelDocumented
-}
+// kindLabel is claim:<kind> for the claim's kind in expect.yaml.
+func kindLabel(claim string) string { return "claim:" + fixtures.ClaimKind(claim) }
 
 func describeClaim(c Claim, p api.Pair, input func() Input) {
-	labels := append(Labels{kindLabel(c.Name), fixtures.FeatureLabel(c.Name), LabelServer}, c.Labels...)
+	topology := LabelServer
+	if c.PD {
+		topology = LabelPD
+	}
+	labels := append(Labels{kindLabel(c.Name), fixtures.FeatureLabel(c.Name), topology}, c.Labels...)
 	if c.PolicyLabel {
 		labels = append(labels, policyLabel(c.Name, p))
 	}

@@ -4,6 +4,7 @@ package routing
 // Ginkgo suite (make unit runs them with -run '^TestRegistry').
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,7 +97,7 @@ func TestRegistryNamesAreTheIntervalKeysOfE2EYAML(t *testing.T) {
 	}
 	noEnv := func(string) (string, bool) { return "", false }
 	_, err := config.Parse("e2e.yaml", []byte("intervals:\n  affinty/wait-ready: [1m, 1s]\n"), t.TempDir(), noEnv, ClaimNames()...)
-	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, admission, affinity, badpolicy, `
+	want := `e2e.yaml: intervals.affinty/wait-ready names spec "affinty", which is not one of default, ` + strings.Join(slices.Sorted(slices.Values(ClaimNames())), ", ") + ` (line 2)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v\nwant %q", err, want)
 	}
@@ -165,34 +166,59 @@ func TestRegistryREADMEClaimTableListsEveryClaim(t *testing.T) {
 	}
 }
 
-// documentedClaims are the registered claims of kind documented.
-func documentedClaims() []Claim {
+// claimsOfKind are the registered claims of the given kinds.
+func claimsOfKind(kinds ...string) []Claim {
 	var out []Claim
 	for _, c := range Claims() {
-		if fixtures.ClaimKind(c.Name) == fixtures.KindDocumented {
+		if slices.Contains(kinds, fixtures.ClaimKind(c.Name)) {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
+// documentedClaims are the registered claims of kind documented.
+func documentedClaims() []Claim { return claimsOfKind(fixtures.KindDocumented) }
+
 // simEnginePods counts the engine Pods the claims start on the sim, where
-// only the argv pairs run (llm-d-router is not simulated yet): two per
-// shared deployment, per bad --policy value and per thresholds case with
-// router args of its own; one per bad threshold value.
+// every documented pair runs: two per shared deployment, per bad --policy
+// value and per thresholds case with router args of its own; one per bad
+// threshold value; killengine's replacement of the Pod it kills; and a
+// prefill/decode pair's replicas for each shared pair and each bad per-pool
+// value.
 func simEnginePods(claims []Claim) (pods, deployments int) {
 	has := func(name string) bool {
 		return slices.ContainsFunc(claims, func(c Claim) bool { return c.Name == name })
 	}
-	for _, p := range []api.Pair{fixtures.VLLMRouterVLLM, fixtures.SGLangGatewaySGLang} {
+	row := func(claim string, p api.Pair) fixtures.Expectation {
+		exp, _ := fixtures.Lookup(claim, p)
+		if exp.NotApplicable != "" {
+			return fixtures.Expectation{}
+		}
+		return exp
+	}
+	for _, p := range fixtures.DocumentedPairs {
 		gs, _ := plan(claims, p, false)
-		n := len(gs)
-		if has(ClaimBadPolicy) {
-			n += len(badValues(p))
+		n := 0
+		for _, g := range gs {
+			if g.pd != nil {
+				// A prefill/decode pair: its own replica counts.
+				pods += int(g.pd.Prefill + g.pd.Decode)
+				deployments++
+				continue
+			}
+			n++
+		}
+		if b := row(ClaimBadPolicy, p).BadPolicy; has(ClaimBadPolicy) && b != nil {
+			n += len(b.Values)
+		}
+		if r := row(ClaimPDBadPolicy, p); has(ClaimPDBadPolicy) && r.PD != nil && r.BadPolicy != nil {
+			bad := len(r.BadPolicy.Values)
+			pods += bad * int(r.PD.Prefill+r.PD.Decode)
+			deployments += bad
 		}
 		if has(ClaimThresholds) {
-			exp, _ := fixtures.Lookup(ClaimThresholds, p)
-			for _, h := range exp.Thresholds {
+			for _, h := range row(ClaimThresholds, p).Thresholds {
 				if len(h.RouterArgs) > 0 {
 					n++
 				}
@@ -201,21 +227,25 @@ func simEnginePods(claims []Claim) (pods, deployments int) {
 		pods += 2 * n
 		deployments += n
 		if has(ClaimBadThreshold) {
-			exp, _ := fixtures.Lookup(ClaimBadThreshold, p)
-			bad := len(badThresholdArgs(exp))
+			bad := len(badThresholdArgs(row(ClaimBadThreshold, p)))
 			pods += badThresholdReplicas * bad
 			deployments += bad
+		}
+		if has(ClaimKillEngine) && row(ClaimKillEngine, p).Fault != nil {
+			pods++ // the replacement of the killed Pod
 		}
 	}
 	return pods, deployments
 }
 
-// On the sim only the argv pairs run (llm-d-router is not simulated): the
-// documented suite must start at most 18 engine Pods there, and each
+// The documented suite must start at most 22 engine Pods on the sim (18
+// for the argv pairs, one default deployment per llm-d pair), and each
 // shared deployment is named for its args. The extended claims share the
 // default deployment where they can (concurrency, routing text, the
 // thresholds' default case); every other policy or threshold setting is a
-// deployment of its own.
+// deployment of its own. The claims that edit or fault a deployment share
+// the default one and run after every claim that needs its pristine
+// history.
 func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	type shape struct {
 		groups map[string][]string // args -> claims
@@ -225,8 +255,12 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 		gs, alone := plan(claims, p, isolate)
 		s := shape{groups: map[string][]string{}}
 		for _, g := range gs {
+			key := strings.Join(g.args, " ")
+			if g.pd != nil {
+				key = "pd " + key // a prefill/decode pair, never a server deployment
+			}
 			for _, c := range g.claims {
-				s.groups[strings.Join(g.args, " ")] = append(s.groups[strings.Join(g.args, " ")], c.Name)
+				s.groups[key] = append(s.groups[key], c.Name)
 			}
 		}
 		for _, c := range alone {
@@ -257,27 +291,140 @@ func TestRegistryPlanSharesOneDeploymentPerPairAndRouterArgs(t *testing.T) {
 	if iso := read(Claims(), fixtures.VLLMRouterVLLM, true); len(iso.groups) != 0 || len(iso.alone) != len(Claims()) {
 		t.Errorf("E2E_ISOLATE: %+v", iso)
 	}
-	if pods, deployments := simEnginePods(doc); pods > 18 {
-		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments), want at most 18", pods, deployments)
+	if pods, deployments := simEnginePods(doc); pods > 22 {
+		t.Errorf("the documented suite on the sim starts %d engine Pods (%d deployments), want at most 22", pods, deployments)
 	}
 
+	// Every claim: the mutating ones run last on the default deployment,
+	// after the documented and extended claims that read its pristine
+	// history, in registry order among themselves.
 	all := Claims()
-	if got := read(all, fixtures.VLLMRouterVLLM, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "concurrency", "routingtext", "thresholds"}) {
-		t.Errorf("vllm-router default deployment with the extended claims: %v", got)
+	mutating := []string{"switch", "routerreplicas", "deleterouter", "killengine", "metricshang", "routerhang", "engineerrors"}
+	llmdMutating := slices.DeleteFunc(slices.Clone(mutating), func(c string) bool { return c == "engineerrors" })
+	if got := read(all, fixtures.VLLMRouterVLLM, false).groups[""]; !slices.Equal(got,
+		append([]string{"defaults", "affinity", "concurrency", "routingtext", "thresholds"}, mutating...)) {
+		t.Errorf("vllm-router default deployment with every claim: %v", got)
 	}
-	if got := read(all, fixtures.SGLangGatewaySGLang, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics", "concurrency", "routingtext", "thresholds"}) {
-		t.Errorf("sglang-gateway default deployment with the extended claims: %v", got)
+	if got := read(all, fixtures.SGLangGatewaySGLang, false).groups[""]; !slices.Equal(got,
+		append([]string{"defaults", "affinity", "metrics", "concurrency", "routingtext", "thresholds"}, mutating...)) {
+		t.Errorf("sglang-gateway default deployment with every claim: %v", got)
 	}
-	if got := read(all, fixtures.LLMDRouterSGLang, false).groups[""]; !slices.Equal(got, []string{"defaults", "affinity", "metrics", "concurrency"}) {
-		t.Errorf("llm-d-router default deployment with the extended claims: %v", got)
+	for _, p := range []api.Pair{fixtures.LLMDRouterVLLM, fixtures.LLMDRouterSGLang} {
+		got := read(all, p, false)
+		if !slices.Equal(got.groups[""], append([]string{"defaults", "affinity", "metrics", "concurrency"}, llmdMutating...)) ||
+			!slices.Contains(got.alone, "engineerrors") {
+			t.Errorf("%s default deployment with every claim: %+v", p, got)
+		}
 	}
-	// The README's figure: keep it in step when a claim adds a deployment.
-	if pods, deployments := simEnginePods(all); pods != 52 || deployments != 29 {
-		t.Errorf("documented plus extended claims on the sim start %d engine Pods (%d deployments); the README says 52 (29)", pods, deployments)
+	// The README's figures: keep them in step when a claim adds a
+	// deployment or an engine Pod.
+	for _, c := range []struct {
+		what              string
+		claims            []Claim
+		pods, deployments int
+	}{
+		{"documented", doc, 22, 11},
+		{"documented plus extended", claimsOfKind(fixtures.KindDocumented, fixtures.KindExtended), 80, 40},
+		{"every claim", all, 84, 40},
+	} {
+		if pods, deployments := simEnginePods(c.claims); pods != c.pods || deployments != c.deployments {
+			t.Errorf("%s claims on the sim start %d engine Pods (%d deployments); the README says %d (%d)", c.what, pods, deployments, c.pods, c.deployments)
+		}
 	}
 
 	if a, b := SharedDeployment(fixtures.VLLMRouterVLLM, nil).Name, SharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}).Name; a == b ||
 		a != "shared-vllm-router-vllm" || b != "policy-round-robin-vllm-router-vllm" {
 		t.Errorf("shared deployment names %q, %q", a, b)
+	}
+}
+
+// A claim that mutates its deployment runs after every claim of that
+// deployment that does not, whatever the registry order.
+func TestRegistryPlanRunsMutatingClaimsLast(t *testing.T) {
+	byName := map[string]Claim{}
+	for _, c := range Claims() {
+		byName[c.Name] = c
+	}
+	fault := byName[ClaimKillEngine]
+	claims := []Claim{byName[ClaimDefaults], fault, byName[ClaimAffinity]}
+	groups, _ := plan(claims, fixtures.VLLMRouterVLLM, false)
+	if len(groups) != 1 {
+		t.Fatalf("groups %d", len(groups))
+	}
+	var got []string
+	for _, c := range groups[0].claims {
+		got = append(got, c.Name)
+	}
+	if !slices.Equal(got, []string{ClaimDefaults, ClaimAffinity, ClaimKillEngine}) {
+		t.Errorf("order %v: a fault before affinity would change the split affinity measures", got)
+	}
+	for _, c := range Claims() {
+		if (fixtures.ClaimKind(c.Name) == fixtures.KindResilience || c.Name == ClaimSwitch || c.Name == ClaimRouterReplicas) && !c.Mutates {
+			t.Errorf("claim %s edits or faults its deployment but is not marked Mutates", c.Name)
+		}
+	}
+}
+
+// The prefill/decode claims run on pairs, never on a server deployment with
+// the same router args; sglang-gateway's two traffic claims share one pair,
+// vllm-router's need two (one --policy for both pools, then a flag each).
+// On the sim they start 24 engine Pods: 12 for the argv routers' three
+// shared pairs of 2+2, 8 for the four bad values' pairs of 1+1, 4 for
+// pddecision's 1+1 pair per llm-d engine.
+func TestRegistryPlanPutsPDClaimsOnPairs(t *testing.T) {
+	shapes := func(p api.Pair) map[string][]string {
+		gs, _ := plan(Claims(), p, false)
+		out := map[string][]string{}
+		for _, g := range gs {
+			key := strings.Join(g.args, " ")
+			if g.pd != nil {
+				key = fmt.Sprintf("pd %d+%d %s", g.pd.Prefill, g.pd.Decode, key)
+			}
+			for _, c := range g.claims {
+				out[key] = append(out[key], c.Name)
+			}
+		}
+		return out
+	}
+	vr := shapes(fixtures.VLLMRouterVLLM)
+	if got := vr["pd 2+2 --policy round_robin"]; !slices.Equal(got, []string{ClaimPDPools}) {
+		t.Errorf("vllm-router P/D round-robin pair: %v (all: %v)", got, vr)
+	}
+	if got := vr["pd 2+2 --prefill-policy round_robin --decode-policy cache_aware"]; !slices.Equal(got, []string{ClaimPDPolicies}) {
+		t.Errorf("vllm-router P/D per-pool pair: %v", got)
+	}
+	if slices.Contains(vr["--policy round_robin"], ClaimPDPools) {
+		t.Errorf("a P/D claim shares the server deployment: %v", vr["--policy round_robin"])
+	}
+	sg := shapes(fixtures.SGLangGatewaySGLang)
+	if got := sg["pd 2+2 --policy round_robin --prefill-policy cache_aware --decode-policy cache_aware"]; !slices.Equal(got, []string{ClaimPDPools, ClaimPDPolicies}) {
+		t.Errorf("sglang-gateway P/D pair: %v (all: %v)", got, sg)
+	}
+
+	var pdClaims []Claim
+	for _, c := range Claims() {
+		if c.PD {
+			pdClaims = append(pdClaims, c)
+		}
+	}
+	if pods, deployments := simEnginePods(pdClaims); pods != 24 || deployments != 9 {
+		t.Errorf("the P/D claims start %d engine Pods (%d deployments) on the sim, want 24 (9)", pods, deployments)
+	}
+	for _, p := range []api.Pair{fixtures.LLMDRouterVLLM, fixtures.LLMDRouterSGLang} {
+		if got := shapes(p)["pd 1+1 "]; !slices.Equal(got, []string{ClaimPDDecision}) {
+			t.Errorf("%s P/D pair: %v (all: %v)", p, got, shapes(p))
+		}
+	}
+	if d := sharedDeployment(fixtures.VLLMRouterVLLM, []string{"--policy", "round_robin"}, &fixtures.PD{Prefill: 2, Decode: 2}); d.Name != "pd-policy-round-robin-vllm-router-vllm" {
+		t.Errorf("P/D shared deployment name %q", d.Name)
+	}
+}
+
+func TestRegistryLabelsExtendedPDClaims(t *testing.T) {
+	for _, c := range Claims() {
+		extended := fixtures.ClaimKind(c.Name) == fixtures.KindExtended
+		if strings.HasPrefix(c.Name, "pd") != (extended && c.PD) {
+			t.Errorf("claim %s: extended %v, PD %v", c.Name, extended, c.PD)
+		}
 	}
 }

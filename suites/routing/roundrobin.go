@@ -71,7 +71,7 @@ func RoundRobinSpec(input func() RoundRobinSpecInput) {
 		rs := in.replicas(ctx, dep)
 		routerBefore := routerMetrics(ctx, dep)
 		before := scrapeEngines(ctx, dep, rs)
-		rep := send(ctx, in.plan(ctx, dep, in.Requests))
+		rep := in.send(ctx, ClaimRoundRobin, in.plan(ctx, dep, in.Requests))
 		s := in.measureSplit(ctx, ClaimRoundRobin, dep, in.Pair, rs, before, in.Requests)
 		want := shapeWords(*exp.Split, in.Requests, len(rs))
 		title := fmt.Sprintf("%d serial chats, --policy round_robin", in.Requests)

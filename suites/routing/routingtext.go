@@ -81,7 +81,7 @@ func RoutingTextSpec(input func() RoutingTextSpecInput) {
 		base.Prompts.Nonce = newHex()
 		serial := func(plan traffic.Plan, what string) split.Split {
 			before := scrapeEngines(ctx, dep, rs)
-			send(ctx, plan)
+			in.send(ctx, ClaimRoutingText, plan)
 			s := in.measureSplit(ctx, ClaimRoutingText, dep, in.Pair, rs, before, plan.Requests)
 			title := fmt.Sprintf("%s: %d serial %s", rc.Name, plan.Requests, what)
 			report.Record(splitEntry(ClaimRoutingText, in.Pair, title, s, rs, plan.Requests, 0, rc.Expect))

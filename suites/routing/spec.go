@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -332,8 +333,10 @@ func specLabel(r SpecReport) string {
 	return claim + " " + router + "+" + engine
 }
 
-// send runs plan and fails on any failed request, naming the first ones.
-func send(ctx context.Context, plan traffic.Plan) *traffic.Report {
+// send runs plan within <claim>/traffic and fails on any failed request,
+// naming the first ones; a run cut by that interval (a router that never
+// answers) fails saying how many requests were left unanswered.
+func (t Target) send(ctx context.Context, claim string, plan traffic.Plan) *traffic.Report {
 	GinkgoHelper()
 	endpoint := plan.Endpoint
 	if endpoint == "" {
@@ -341,8 +344,8 @@ func send(ctx context.Context, plan traffic.Plan) *traffic.Report {
 	}
 	By(fmt.Sprintf("sending %d requests to %s (concurrency %d, %s, %s prompts of %d characters)", plan.Requests, endpoint,
 		max(plan.Concurrency, 1), plan.Mode, plan.Prompts.Kind, plan.Prompts.PrefixChars))
-	rep, err := traffic.Run(ctx, withProgress(plan))
-	Expect(err).NotTo(HaveOccurred())
+	rep, err := t.runTraffic(ctx, claim, plan)
+	Expect(err).NotTo(HaveOccurred(), func() string { return fmt.Sprint(err) })
 	var bad []string
 	for _, r := range rep.Results {
 		if r.Class != traffic.ClassOK && len(bad) < 5 {
@@ -353,11 +356,36 @@ func send(ctx context.Context, plan traffic.Plan) *traffic.Report {
 	return rep
 }
 
+// runTraffic runs plan within <claim>/traffic. A run the interval cuts
+// short is an error that says so, with what was still unanswered; the
+// report is returned either way.
+func (t Target) runTraffic(ctx context.Context, claim string, plan traffic.Plan) (*traffic.Report, error) {
+	GinkgoHelper()
+	within := intervalOf(t.Config, claim, config.OpTraffic).Timeout.D()
+	rctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	rep, err := traffic.Run(rctx, withProgress(plan))
+	if err != nil && rep != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return rep, fmt.Errorf("traffic to %s did not finish within %s/%s (%s): %d of %d requests still unanswered or unsent, %d answered OK, %d failed (is the router answering?)",
+			plan.BaseURL, claim, config.OpTraffic, within, rep.Summary.Canceled, rep.Summary.Requests, rep.Summary.OK, rep.Summary.Failed)
+	}
+	return rep, err
+}
+
 // measureSplit scrapes the engines until their request counters account for
 // every request sent (counters move when a request finishes), then returns
 // the per-replica split: the deltas over this spec's traffic only.
 func (t Target) measureSplit(ctx context.Context, claim string, dep clusters.Deployment, p api.Pair, rs []clusters.Replica,
 	before map[string]metrics.Snapshot, sent int) split.Split {
+	GinkgoHelper()
+	return t.splitOnce(ctx, claim, dep, p, rs, before, assertions.HaveTotal(sent), "account for every request sent")
+}
+
+// splitOnce scrapes the engines, within <claim>/wait-metrics, until the
+// split of their request counters since before matches m (what it means
+// in words: why), and returns it.
+func (t Target) splitOnce(ctx context.Context, claim string, dep clusters.Deployment, p api.Pair, rs []clusters.Replica,
+	before map[string]metrics.Snapshot, m types.GomegaMatcher, why string) split.Split {
 	GinkgoHelper()
 	counter, err := split.RequestCounter(p.Engine)
 	Expect(err).NotTo(HaveOccurred())
@@ -367,7 +395,7 @@ func (t Target) measureSplit(ctx context.Context, claim string, dep clusters.Dep
 		g.Expect(err).NotTo(HaveOccurred())
 		s, err = split.FromSnapshots(counter, replicaNames(rs), before, after)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(s).To(assertions.HaveTotal(sent), "engine counters %s account for every request sent", counter)
+		g.Expect(s).To(m, "engine counters %s %s", counter, why)
 	}).Should(Succeed())
 	return s
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/clusters/sim/service"
 )
 
 // Config is what a Controller runs on. Every field is required except
@@ -83,6 +84,12 @@ type Controller struct {
 
 	cost clusters.CostLedger
 
+	// svc is the <md>-router Service (service.go) on svcIP, fed from the
+	// router Pods' endpoints by Pod UID; guarded by mu.
+	svc       *service.Service
+	svcIP     string
+	endpoints map[string]service.Endpoint
+
 	trigger chan struct{}
 	done    chan struct{} // closed when the loop has returned
 }
@@ -124,6 +131,7 @@ func (c *Controller) run() {
 	for {
 		if gone := c.reconcile(ctx); gone {
 			c.cost.Close(time.Now())
+			c.stopService()
 			return
 		}
 		select {
@@ -272,8 +280,13 @@ func (c *Controller) ConfigMap(name string) (map[string]string, bool) {
 }
 
 // PodChanged takes the kubelet's status update of one of this deployment's
-// Pods; engine Pods are counted for Cost.
+// Pods: router Pods are the router Service's endpoints, engine Pods are
+// counted for Cost.
 func (c *Controller) PodChanged(u kubelet.PodUpdate) {
+	if _, router := u.Pod.Labels[api.LabelRouter]; router {
+		c.routerEndpointChanged(u)
+		return
+	}
 	if !isEnginePod(u.Pod.Labels) {
 		return
 	}

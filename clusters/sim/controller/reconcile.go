@@ -85,6 +85,7 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 			}
 		}
 	}
+	c.routerService(md)
 	c.reconcileRouter(md, routers)
 
 	engines, routers = c.ownedPods(name, ns)
@@ -167,7 +168,7 @@ func (c *Controller) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 	}
 	if !w.Unmanaged {
 		probe := func(period time.Duration, threshold int) *kubelet.Probe {
-			return &kubelet.Probe{HTTPPath: "/health", HTTPPort: int(w.Port), Period: period, FailureThreshold: threshold}
+			return &kubelet.Probe{HTTPPath: w.ProbePath, HTTPPort: int(w.ProbePort), Period: period, FailureThreshold: threshold}
 		}
 		// Startup is polled at the full rate so a replica is Ready soon after it
 		// answers; the steady-state probes run 4x slower, because each GET is an
@@ -181,6 +182,11 @@ func (c *Controller) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 		Name: kubelet.GenerateName(w.GenerateName), Namespace: md.Metadata.Namespace,
 		Labels: w.Labels, Annotations: w.Annotations, Containers: []kubelet.ContainerSpec{ctr},
 		PreStopDelay: c.cfg.PreStopDelay,
+	}
+	if w.Sidecar != nil {
+		// The routing proxy starts first, as a native sidecar does; the
+		// engine's probes read through it.
+		spec.Containers = append([]kubelet.ContainerSpec{c.containerSpec(*w.Sidecar, "")}, ctr)
 	}
 	if w.Unmanaged {
 		spec.PreStopDelay = 0 // a take-over role gets no drain hook
@@ -205,10 +211,16 @@ func (c *Controller) deletePod(p kubelet.PodStatus, why string) {
 	}
 }
 
-// reconcileRouter is the <md>-router Deployment: a rolling update with the
-// apps/v1 defaults (maxSurge 25% rounded up, maxUnavailable 25% rounded
-// down), so a one-replica router gets its new Pod first and loses the old
-// one once the new one is ready.
+// reconcileRouter is the <md>-router Deployment. The operator renders it
+// with no strategy (gpustack/gpustack-operator@36d990eb:pkg/worker/controllers/worker/model_deployment_router.go),
+// so the API server defaults it to RollingUpdate with maxSurge and
+// maxUnavailable 25% (kubernetes/kubernetes@a79f3c78:pkg/apis/apps/v1/defaults.go,
+// SetDefaults_Deployment), which the Deployment controller resolves with
+// surge rounded up and unavailable rounded down, unavailable 1 if both come
+// to 0 (ResolveFenceposts in pkg/controller/deployment/util). A one-replica
+// router therefore gets its new Pod first and loses the old one only once
+// the new one is Ready (minReadySeconds 0): the router Service always has a
+// Ready endpoint during an edit of extraArgs.
 func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.PodStatus) {
 	if md.Spec.Router == nil {
 		c.storeConfigMap("", nil)
@@ -227,7 +239,7 @@ func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.Pod
 	surge := int(math.Ceil(float64(desired) * 0.25))
 	unavailable := int(math.Floor(float64(desired) * 0.25))
 	if surge == 0 && unavailable == 0 {
-		surge = 1
+		unavailable = 1
 	}
 	var current, old []kubelet.PodStatus
 	readyCurrent, readyOld := 0, 0
@@ -289,34 +301,44 @@ func (c *Controller) createRouter(md *api.ModelDeployment, w operator.RouterWork
 		Annotations: maps.Clone(w.Annotations),
 	}
 	for _, t := range w.Containers {
-		main := c.cfg.Programs.Command(t.Program)
-		if main == nil {
-			main = programs.NotFound(t.Program)
-		}
-		ctr := kubelet.ContainerSpec{
-			Name: t.Name, Image: t.Image, Command: append(slices.Clone(t.Command), t.Args...),
-			Args: slices.Clone(t.Args), Env: map[string]string{}, Main: main, WatchPods: t.WatchPods,
-		}
-		for _, p := range t.Ports {
-			ctr.Ports = append(ctr.Ports, p.Port)
-		}
-		for _, e := range t.Env {
-			src := kubelet.EnvSource{Name: e.Name, FieldPath: e.FieldPath}
-			if e.ConfigMapKey != "" {
-				src.ConfigMap, src.Key = w.Name, e.ConfigMapKey
-			}
-			ctr.EnvFrom = append(ctr.EnvFrom, src)
-		}
-		if t.ConfigMount != "" {
-			ctr.Mounts = []kubelet.ConfigMapMount{{Path: t.ConfigMount, ConfigMap: w.Name}}
-		}
-		// A gRPC health probe is a TCP connect in the sim: the EPP accepts
-		// on its health port once it serves (router/llmd/epp).
-		if port := max(t.ReadinessTCP, t.ReadinessGRPC); port > 0 {
-			ctr.ReadinessProbe = &kubelet.Probe{TCPPort: port, Period: c.cfg.ProbePeriod,
-				FailureThreshold: readinessFailureThreshold}
-		}
-		spec.Containers = append(spec.Containers, ctr)
+		spec.Containers = append(spec.Containers, c.containerSpec(t, w.Name))
 	}
 	c.createPod(spec, "router "+md.Spec.Router.Name)
+}
+
+// containerSpec is a rendered container template on the kubelet: its
+// program from the registry, its env (given, from ConfigMap configMap, or
+// from the downward API), its mount and its TCP readiness probe.
+func (c *Controller) containerSpec(t operator.ContainerTemplate, configMap string) kubelet.ContainerSpec {
+	main := c.cfg.Programs.Command(t.Program)
+	if main == nil {
+		main = programs.NotFound(t.Program)
+	}
+	ctr := kubelet.ContainerSpec{
+		Name: t.Name, Image: t.Image, Command: append(slices.Clone(t.Command), t.Args...),
+		Args: slices.Clone(t.Args), Env: map[string]string{}, Main: main, WatchPods: t.WatchPods,
+	}
+	for _, p := range t.Ports {
+		ctr.Ports = append(ctr.Ports, p.Port)
+	}
+	for _, e := range t.Env {
+		switch {
+		case e.ConfigMapKey != "":
+			ctr.EnvFrom = append(ctr.EnvFrom, kubelet.EnvSource{Name: e.Name, ConfigMap: configMap, Key: e.ConfigMapKey})
+		case e.FieldPath != "":
+			ctr.EnvFrom = append(ctr.EnvFrom, kubelet.EnvSource{Name: e.Name, FieldPath: e.FieldPath})
+		default:
+			ctr.Env[e.Name] = e.Value
+		}
+	}
+	if t.ConfigMount != "" {
+		ctr.Mounts = []kubelet.ConfigMapMount{{Path: t.ConfigMount, ConfigMap: configMap}}
+	}
+	// A gRPC health probe is a TCP connect in the sim: the EPP accepts
+	// on its health port once it serves (router/llmd/epp).
+	if port := max(t.ReadinessTCP, t.ReadinessGRPC); port > 0 {
+		ctr.ReadinessProbe = &kubelet.Probe{TCPPort: port, Period: c.cfg.ProbePeriod,
+			FailureThreshold: readinessFailureThreshold}
+	}
+	return ctr
 }

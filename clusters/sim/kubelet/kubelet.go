@@ -356,6 +356,77 @@ func (k *Kubelet) Delete(namespace, name string) bool {
 	return true
 }
 
+// Kill deletes the Pod with a zero grace period, as `kubectl delete pod
+// --grace-period=0 --force` and an OOM kill of every container do: no
+// pre-stop hook, every socket of the Pod closed at once (in-flight
+// exchanges are cut), the containers abandoned with exit code 137 if they
+// do not return at once. It returns false if the Pod does not exist.
+func (k *Kubelet) Kill(namespace, name string) bool {
+	k.mu.Lock()
+	p := k.pods[namespace+"/"+name]
+	if p == nil {
+		k.mu.Unlock()
+		return false
+	}
+	p.killed = true
+	insts := make([]*instance, 0, len(p.live))
+	for in := range p.live {
+		insts = append(insts, in)
+	}
+	first := p.deletionTime == nil
+	if first {
+		now := time.Now()
+		p.deletionTime = &now
+		k.wg.Add(1)
+	}
+	k.mu.Unlock()
+	for _, in := range insts {
+		in.kill()
+	}
+	k.event(p, "Warning", "Killing", "Pod deleted with a zero grace period: every container killed")
+	if first {
+		k.changed(p)
+		go k.terminate(p, true)
+	} else {
+		p.cancel() // an earlier graceful delete may still be in its pre-stop wait
+	}
+	return true
+}
+
+// InjectHTTPFault arms f on the Pod's HTTP serving until lift is called
+// (see proc.HTTPFault); the Pod's programs answer through it.
+func (k *Kubelet) InjectHTTPFault(namespace, name string, f proc.HTTPFault) (lift func(), err error) {
+	k.mu.Lock()
+	p := k.pods[namespace+"/"+name]
+	k.mu.Unlock()
+	if p == nil {
+		return nil, fmt.Errorf("pods %q not found in namespace %q", name, namespace)
+	}
+	lift = p.faults.Inject(f)
+	k.event(p, "Warning", "FaultInjected", describeFault(f))
+	return lift, nil
+}
+
+func describeFault(f proc.HTTPFault) string {
+	what := fmt.Sprintf("answers %d", f.Status)
+	if f.Hang {
+		what = "never answers"
+	}
+	path := f.PathPrefix
+	if path == "" {
+		path = "/"
+	}
+	return fmt.Sprintf("HTTP on port %d under %s %s", f.Port, path, what)
+}
+
+// AllocateAddress reserves a loopback address of the Pod IP range on which
+// every port in ports is free (for a Service's ClusterIP); ReleaseAddress
+// gives it back.
+func AllocateAddress(ports []int) (string, error) { return podIPs.allocate(ports) }
+
+// ReleaseAddress gives back an address from AllocateAddress.
+func ReleaseAddress(ip string) { podIPs.release(ip) }
+
 func (k *Kubelet) terminate(p *pod, fast bool) {
 	defer k.wg.Done()
 	if d := p.spec.PreStopDelay; d > 0 && !fast {

@@ -31,6 +31,14 @@ type pod struct {
 
 	lmu       sync.Mutex
 	privateIP string
+
+	// faults are the HTTP faults injected into the Pod (InjectHTTPFault).
+	faults proc.Faults
+	// live are the running container instances, whose sockets a kill
+	// closes at once; guarded by Kubelet.mu.
+	live map[*instance]bool
+	// killed: deleted with a zero grace period (Kill).
+	killed bool
 }
 
 // container's fields are guarded by Kubelet.mu.
@@ -164,7 +172,7 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 	ictx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 
-	inst := &instance{pod: p}
+	inst := &instance{pod: p, conns: map[net.Conn]bool{}}
 	view := &proc.Container{
 		Args:   prep.args,
 		Env:    prep.env,
@@ -174,12 +182,18 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 		Pod: proc.PodInfo{Name: p.spec.Name, Namespace: p.spec.Namespace, UID: p.uid, IP: p.ip,
 			Labels: maps.Clone(p.spec.Labels), Annotations: maps.Clone(p.spec.Annotations)},
 		Listen: inst.listen,
+		Faults: &p.faults,
 	}
 	if c.spec.WatchPods {
 		view.Pods = k.Pods()
 	}
 
 	k.mu.Lock()
+	if p.live == nil {
+		p.live = map[*instance]bool{}
+	}
+	p.live[inst] = true
+	killed := p.killed
 	c.current = logs
 	c.running, c.runningSince, c.waiting, c.terminated = true, started, "", nil
 	c.ready = false
@@ -197,6 +211,9 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 		k.probeLoop(ictx, p, c, cancel)
 	}()
 
+	if killed {
+		inst.kill() // started after the kill: its sockets die as it opens them
+	}
 	result := make(chan int32, 1)
 	go func() {
 		result <- runMain(ictx, c.spec.Main, view)
@@ -205,7 +222,13 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 	select {
 	case code = <-result:
 	case <-ictx.Done():
-		t := time.NewTimer(p.spec.TerminationGracePeriod)
+		grace := p.spec.TerminationGracePeriod
+		k.mu.Lock()
+		if p.killed {
+			grace = 0 // SIGKILL: the process is gone, whatever Main does
+		}
+		k.mu.Unlock()
+		t := time.NewTimer(grace)
 		select {
 		case code = <-result:
 			t.Stop()
@@ -219,6 +242,9 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 	cancel()
 	<-probesDone
 	inst.closeListeners()
+	k.mu.Lock()
+	delete(p.live, inst)
+	k.mu.Unlock()
 	reason := ReasonCompleted
 	if code != 0 {
 		reason = ReasonError
@@ -239,12 +265,15 @@ func runMain(ctx context.Context, m proc.Main, c *proc.Container) (code int32) {
 }
 
 // instance tracks one container run's listeners, which close when it ends
-// (the kernel closes a dead process's sockets).
+// (the kernel closes a dead process's sockets), and the connections they
+// accepted, which a kill closes too.
 type instance struct {
 	pod       *pod
 	mu        sync.Mutex
 	listeners []net.Listener
+	conns     map[net.Conn]bool
 	closed    bool
+	killed    bool
 }
 
 func (in *instance) listen(addr string) (net.Listener, error) {
@@ -267,7 +296,67 @@ func (in *instance) listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen tcp %s: container has exited", addr)
 	}
 	in.listeners = append(in.listeners, l)
-	return l, nil
+	return trackedListener{Listener: l, in: in}, nil
+}
+
+// trackedListener records the connections it accepts in its instance.
+type trackedListener struct {
+	net.Listener
+	in *instance
+}
+
+func (l trackedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.in.mu.Lock()
+	defer l.in.mu.Unlock()
+	if l.in.killed {
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	tc := &trackedConn{Conn: c, in: l.in}
+	l.in.conns[tc] = true
+	return tc, nil
+}
+
+// trackedConn leaves its instance's set when closed.
+type trackedConn struct {
+	net.Conn
+	in   *instance
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.in.mu.Lock()
+		delete(c.in.conns, c)
+		c.in.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// kill closes every socket of the instance at once, as the kernel does for
+// a SIGKILLed process: listeners and accepted connections (peers see a
+// reset or an EOF mid-answer).
+func (in *instance) kill() {
+	in.mu.Lock()
+	in.killed = true
+	conns := make([]net.Conn, 0, len(in.conns))
+	for c := range in.conns {
+		conns = append(conns, c)
+	}
+	in.mu.Unlock()
+	in.closeListeners()
+	for _, c := range conns {
+		if tc, ok := c.(*trackedConn); ok {
+			if raw, ok := tc.Conn.(*net.TCPConn); ok {
+				_ = raw.SetLinger(0) // RST, not FIN: nothing is flushed
+			}
+		}
+		_ = c.Close()
+	}
 }
 
 func (in *instance) closeListeners() {

@@ -117,6 +117,24 @@ func TestAdmissionAdmitsPolicy(t *testing.T) {
 	}
 }
 
+// No router is refused a prefill/decode pair: validateModelDeploymentRouter
+// reads the router name on a pair only to reserve ports, and each router
+// renders one (docs/operator.md#router-admission-rules;
+// gpustack/gpustack-operator@049325a5:pkg/worker/webhooks/worker/model_deployment.go,
+// pkg/worker/kvcache/router/argv.go). If the operator ever refuses one,
+// this test is where its message belongs.
+func TestAdmissionAdmitsPrefillDecodeUnderEveryRouter(t *testing.T) {
+	for _, p := range []struct{ router, engine string }{
+		{api.RouterVLLM, api.EngineVLLM}, {api.RouterSGLang, api.EngineSGLang},
+		{api.RouterLLMD, api.EngineVLLM}, {api.RouterLLMD, api.EngineSGLang},
+	} {
+		md := pdMD(p.router, p.engine)
+		if err := Admit(nil, md); err != nil {
+			t.Errorf("%s+%s prefill/decode: want admitted, got %v", p.router, p.engine, err)
+		}
+	}
+}
+
 func TestAdmissionRouterEngineMismatch(t *testing.T) {
 	cases := []struct{ router, engine, want string }{
 		{api.RouterVLLM, api.EngineSGLang, `router "vllm-router" does not front engine "SGLang"; it accepts vLLM`},

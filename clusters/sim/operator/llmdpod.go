@@ -58,10 +58,11 @@ type ContainerTemplate struct {
 	WatchPods bool
 }
 
-// EnvVarSource is an env entry whose value comes from the router ConfigMap
-// (ConfigMapKey) or the downward API (FieldPath).
+// EnvVarSource is an env entry whose value is given (Value) or comes from
+// the router ConfigMap (ConfigMapKey) or the downward API (FieldPath).
 type EnvVarSource struct {
 	Name         string
+	Value        string
 	ConfigMapKey string
 	FieldPath    string
 }

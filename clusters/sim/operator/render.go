@@ -340,10 +340,19 @@ type EngineWorkload struct {
 	// Unmanaged is true for a take-over role (spec.roles[].command set).
 	Unmanaged bool
 	Env       []api.EnvVar
-	Port      int32
+	// Port is where the engine listens: the serving port, or the model
+	// server port behind a direct decoder's routing proxy.
+	Port int32
 	// ExtraPorts are the listeners the operator synthesizes beside the
 	// serving port (the KV-event publisher's 5557 and 5558).
-	ExtraPorts  []int32
+	ExtraPorts []int32
+	// ProbePort and ProbePath are what the engine's probes GET: /health on
+	// Port, or /v1/models on the proxy's serving port.
+	ProbePort int32
+	ProbePath string
+	// Sidecar is a direct decoder's routing proxy under llm-d-router, run
+	// before the engine (nil for every other Pod).
+	Sidecar     *ContainerTemplate
 	Scheme      string
 	Labels      map[string]string
 	Annotations map[string]string
@@ -403,7 +412,20 @@ func RenderEngine(md *api.ModelDeployment, role *api.Role, ordinal int) (EngineW
 			w.ExtraPorts = []int32{VLLMKVEventsPort, VLLMKVEventsReplayPort}
 		}
 		w.Args = append(w.Args, role.ExtraArgs...)
+		direct := frontsDecodeWithSidecar(md, role)
+		if direct {
+			w.Port = modelServerPort(role)
+		}
 		w.Args = fillBindArgs(w.Args, w.Port)
+		if direct {
+			port, err := directDecoderPort(role, w.Args)
+			if err != nil {
+				return EngineWorkload{}, err
+			}
+			w.Port = port
+			proxy := routingProxy(md, role, port)
+			w.Sidecar = &proxy
+		}
 		w.Env = appendEnvIfAbsent(w.Env, env)
 		w.Program = slices.Clone(program)
 		w.Command = append(slices.Clone(program), w.Args...)
@@ -421,17 +443,24 @@ func RenderEngine(md *api.ModelDeployment, role *api.Role, ordinal int) (EngineW
 		api.LabelMember:   "0",
 		LabelPodGroupName: podGroupName(md, role, ordinal),
 	}
+	// The scrape annotations name the engine, also behind the proxy.
 	w.Annotations = MetricsAnnotations(w.Port, w.Scheme)
+	w.ProbePort, w.ProbePath = w.Port, EngineProbePath
+	if w.Sidecar != nil {
+		w.ProbePort, w.ProbePath = ServingPort(role), DirectDecodeProbePath
+	}
 	w.Annotations[AnnotationGroupTotal] = strconv.Itoa(int(roleSize(role)))
 	w.Annotations[AnnotationRoleHash] = role.Name
 	w.Annotations[AnnotationGroupServing] = "true"
+	maps.Copy(w.Annotations, bootstrapAnnotations(md, role))
 	w.PodSpecHash = hashJSON(struct {
 		Image, Container string
 		Command          []string
 		Env              []api.EnvVar
 		Labels           map[string]string
 		Annotations      map[string]string
-	}{w.Image, w.Container, w.Command, w.Env, w.Labels, w.Annotations})
+		Sidecar          *ContainerTemplate `json:",omitempty"`
+	}{w.Image, w.Container, w.Command, w.Env, w.Labels, w.Annotations, w.Sidecar})
 	w.Annotations[AnnotationPodSpecHash] = w.PodSpecHash
 	return w, nil
 }
@@ -499,6 +528,31 @@ func connectorArgs(md *api.ModelDeployment, role *api.Role) (args []string, env 
 			"--disaggregation-transfer-backend", backend}
 	}
 	return args, env
+}
+
+// Bootstrap-port annotations the argv routers' Kubernetes discovery reads
+// from a prefill Pod (docs/routers.md#vllm-router-flags, #sgl-model-gateway-flags).
+const (
+	AnnotationVLLMBootstrapPort   = "vllm.ai/bootstrap-port"
+	AnnotationSGLangBootstrapPort = "sglang.ai/bootstrap-port"
+)
+
+// bootstrapAnnotations is the prefill Pod's bootstrap-port annotation for
+// the argv router of a declared pair: the port its Mooncake bootstrap
+// server (vLLM) or bootstrap registry (SGLang) listens on, so the router
+// can hand it to the decode leg (docs/operator.md#engine-pods). llm-d-router
+// reads none: its decode sidecar has the port from its own flags.
+func bootstrapAnnotations(md *api.ModelDeployment, role *api.Role) map[string]string {
+	if md.Spec.Router == nil || role.RoleKind() != api.RoleKindPrefill || !isPD(md) {
+		return nil
+	}
+	switch md.Spec.Router.Name {
+	case api.RouterVLLM:
+		return map[string]string{AnnotationVLLMBootstrapPort: strconv.Itoa(int(VLLMMooncakeBootstrapPort))}
+	case api.RouterSGLang:
+		return map[string]string{AnnotationSGLangBootstrapPort: strconv.Itoa(int(SGLangBootstrapPort))}
+	}
+	return nil
 }
 
 // isPD reports whether md declares both a Prefill and a Decode role.

@@ -302,6 +302,46 @@ func TestRenderEngineArgsFillsBindFlagsOnlyWhenAbsent(t *testing.T) {
 	}
 }
 
+// A prefill Pod of a pair carries the bootstrap port its argv router reads;
+// no other Pod does, and llm-d-router reads none.
+func TestRenderPrefillBootstrapAnnotation(t *testing.T) {
+	for _, c := range []struct {
+		router, engine, key string
+	}{
+		{api.RouterVLLM, api.EngineVLLM, AnnotationVLLMBootstrapPort},
+		{api.RouterSGLang, api.EngineSGLang, AnnotationSGLangBootstrapPort},
+		{api.RouterLLMD, api.EngineVLLM, ""},
+	} {
+		md := pdMD(c.router, c.engine)
+		Default(md)
+		for i := range md.Spec.Roles {
+			role := &md.Spec.Roles[i]
+			w, err := RenderEngine(md, role, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, k := range []string{AnnotationVLLMBootstrapPort, AnnotationSGLangBootstrapPort} {
+				if v, ok := w.Annotations[k]; ok {
+					got[k] = v
+				}
+			}
+			want := map[string]string{}
+			if c.key != "" && role.RoleKind() == api.RoleKindPrefill {
+				want[c.key] = "8998"
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("%s %s role: bootstrap annotations %v, want %v", c.router, role.Name, got, want)
+			}
+		}
+	}
+	server := newMD(api.RouterVLLM, api.EngineVLLM)
+	Default(server)
+	if w, _ := RenderEngine(server, &server.Spec.Roles[0], 0); w.Annotations[AnnotationVLLMBootstrapPort] != "" {
+		t.Errorf("a server Pod carries %v", w.Annotations)
+	}
+}
+
 func TestRenderLLMDPodConfigMapAndEnvoy(t *testing.T) {
 	md := newMD(api.RouterLLMD, api.EngineVLLM)
 	md.Spec.Router.RequestTimeoutSeconds = api.Ptr(int32(90))
@@ -373,5 +413,50 @@ func TestKVEventsConfigOnProducingVLLMRolesUnderLLMD(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s+%s %s: --kv-events-config rendered %t, want %t (%v)", c.router, c.engine, c.kind, got, c.want, w.Args)
 		}
+	}
+}
+
+// Only a prefill/decode pair gets the decider and the disagg handler, with
+// nonCachedTokens from disaggregationThresholdTokens, else 8
+// (docs/operator.md#llm-d-scoring-configuration).
+func TestRenderEPPConfigDisaggregationThreshold(t *testing.T) {
+	decider := func(md *api.ModelDeployment) (params map[string]any, handler bool) {
+		t.Helper()
+		doc, err := RenderEPPConfig(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Plugins []struct {
+				Type       string         `json:"type"`
+				Parameters map[string]any `json:"parameters"`
+			} `json:"plugins"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range cfg.Plugins {
+			switch p.Type {
+			case "prefix-based-pd-decider":
+				params = p.Parameters
+			case "disagg-profile-handler":
+				handler = true
+			}
+		}
+		return params, handler
+	}
+	for _, c := range []struct {
+		threshold *int32
+		want      float64
+	}{{nil, 8}, {api.Ptr[int32](16), 16}, {api.Ptr[int32](0), 0}} {
+		md := pdMD(api.RouterLLMD, api.EngineSGLang)
+		md.Spec.Router.DisaggregationThresholdTokens = c.threshold
+		p, handler := decider(md)
+		if p["nonCachedTokens"] != c.want || p["promptTokens"] != float64(0) || !handler {
+			t.Errorf("threshold %v: decider %v, handler %v; want nonCachedTokens %v", c.threshold, p, handler, c.want)
+		}
+	}
+	if p, handler := decider(newMD(api.RouterLLMD, api.EngineVLLM)); p != nil || handler {
+		t.Errorf("a server deployment renders decider %v, handler %v", p, handler)
 	}
 }

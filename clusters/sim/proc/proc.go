@@ -37,6 +37,10 @@ type Container struct {
 	// Pods is the Kubernetes API as seen by a program that watches Pods
 	// (service discovery in the routers). Nil for engines.
 	Pods PodWatcher
+	// Faults are the HTTP faults injected into this Pod (nil: none ever).
+	// Every HTTP server a program runs wraps its handler with
+	// Faults.Handler(port, h).
+	Faults *Faults
 	// Files are the container's mounted volumes, paths without the leading
 	// "/" (/config/epp.yaml is "config/epp.yaml"); nil without mounts.
 	Files fs.FS

@@ -14,6 +14,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/prefixcache"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/sidecar"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/sglanggateway"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/vllmrouter"
 )
@@ -24,6 +25,7 @@ import (
 //	vllm-router                        clusters/sim/router/vllmrouter
 //	sgl-model-gateway                  clusters/sim/router/sglanggateway
 //	epp, envoy (llm-d-router)          clusters/sim/router/llmd/{epp,envoy}
+//	/app/pd-sidecar (routing-proxy)    clusters/sim/router/llmd/sidecar
 //	vllm (serve ...)                   clusters/sim/engine/vllm
 //	python3 -m sglang.launch_server    clusters/sim/engine/sglang
 func Default() Registry { return New(Deps{}) }
@@ -56,7 +58,8 @@ func New(d Deps) Registry {
 		SGLang:        sglang.Main,
 		EPP: epp.Main(epp.Deps{Files: mounted, KVEvents: busSource(d.KVEvents), HTTPClient: d.HTTPClient,
 			Seed: d.PickerSeed, Network: d.Network, Started: d.EPPStarted}),
-		Envoy: envoy.Main(envoy.Deps{Files: mounted, Network: d.Network}),
+		Envoy:        envoy.Main(envoy.Deps{Files: mounted, Network: d.Network}),
+		RoutingProxy: sidecar.Main(),
 	}
 	return r
 }

@@ -32,6 +32,9 @@ type Registry struct {
 	// Envoy runs the proxy image's `envoy <args>` (envoy container of
 	// llm-d-router).
 	Envoy proc.Main
+	// RoutingProxy runs llm-d's pd-sidecar (routing-proxy container of a
+	// decode Pod under llm-d-router).
+	RoutingProxy proc.Main
 }
 
 // Merge fills p's nil fields from def.
@@ -53,6 +56,9 @@ func (p Registry) Merge(def Registry) Registry {
 	}
 	if p.Envoy == nil {
 		p.Envoy = def.Envoy
+	}
+	if p.RoutingProxy == nil {
+		p.RoutingProxy = def.RoutingProxy
 	}
 	return p
 }
@@ -99,6 +105,8 @@ func (p Registry) Command(program []string) proc.Main {
 		return p.EPP
 	case slices.Equal(program, operator.ProgramEnvoy):
 		return p.Envoy
+	case slices.Equal(program, operator.ProgramRoutingProxy):
+		return p.RoutingProxy
 	}
 	return nil
 }

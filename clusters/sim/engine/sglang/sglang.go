@@ -100,7 +100,7 @@ func Main(ctx context.Context, c *proc.Container) int {
 		return 1
 	}
 	srvDone := make(chan error, 1)
-	go func() { srvDone <- server.Run(ctx, ln, a) }()
+	go func() { srvDone <- server.Run(ctx, ln, c.Faults.Handler(cfg.port, a)) }()
 	stop := make(chan struct{})
 	idleDone := make(chan struct{})
 	go func() { defer close(idleDone); eng.idleLoop(stop) }()

@@ -141,6 +141,12 @@ func run(ctx context.Context, c *proc.Container, deps Deps) int {
 	if shown == "" {
 		shown = "0.0.0.0"
 	}
+	if mooncakeProducer(cfg.kvTransferConfig) {
+		if err := serveMooncakeBootstrap(ctx, c); err != nil {
+			lg.log(apiPrefix, "ERROR", "api_server.py:1960", "Mooncake bootstrap server: "+err.Error())
+			return 1
+		}
+	}
 	lg.log(apiPrefix, "INFO", "api_server.py:1971", "Starting vLLM API server 0 on http://"+net.JoinHostPort(shown, strconv.Itoa(cfg.port)))
 	lg.log(apiPrefix, "INFO", "launcher.py:36", "Available routes are:")
 	for _, r := range routeOrder {
@@ -158,7 +164,7 @@ func run(ctx context.Context, c *proc.Container, deps Deps) int {
 			a.logStats(lg, stop)
 		}
 	}()
-	err = server.Run(ctx, ln, a)
+	err = server.Run(ctx, ln, c.Faults.Handler(cfg.port, a))
 	close(stop)
 	<-statsDone
 	uv.info("Shutting down")

@@ -690,3 +690,33 @@ func TestVLLMAccessLogFollowsUvicornFlags(t *testing.T) {
 		t.Fatal("access line despite --disable-uvicorn-access-log")
 	}
 }
+
+// A MooncakeConnector producer serves the bootstrap server a decoder's
+// proxy asks for the engine id; a consumer or a plain server does not.
+func TestMooncakeProducerServesTheBootstrapQuery(t *testing.T) {
+	producer := start(t, []string{"--kv-transfer-config", `{"kv_connector":"MooncakeConnector","kv_role":"kv_producer"}`}, nil)
+	addr := producer.Addr(DefaultMooncakeBootstrapPort)
+	if addr == "" {
+		t.Fatal("no listener on the bootstrap port")
+	}
+	resp, err := http.Get("http://" + addr + "/query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var q map[string]map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&q); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	if id, _ := q["0"]["engine_id"].(string); id == "" {
+		t.Fatalf("query %v", q)
+	}
+	consumer := start(t, []string{"--kv-transfer-config", `{"kv_connector":"MooncakeConnector","kv_role":"kv_consumer"}`}, nil)
+	if consumer.Addr(DefaultMooncakeBootstrapPort) != "" {
+		t.Error("a consumer runs a bootstrap server")
+	}
+	other := start(t, []string{"--kv-transfer-config", `{"kv_connector":"MooncakeConnector","kv_role":"kv_producer"}`}, map[string]string{"VLLM_MOONCAKE_BOOTSTRAP_PORT": "9100"})
+	if other.Addr(9100) == "" {
+		t.Error("VLLM_MOONCAKE_BOOTSTRAP_PORT not honoured")
+	}
+}

@@ -106,18 +106,17 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	req["bootstrap_room"] = rand.Uint64() & (1<<63 - 1)
 	body, _ := json.Marshal(req)
 
-	// Non-stream requests hold a load guard on both workers.
-	release := func() {}
-	if !stream {
-		rt.m.requestsActive.WithLabelValues(pre.URL()).Set(float64(pre.IncLoad()))
-		rt.m.requestsActive.WithLabelValues(dec.URL()).Set(float64(dec.IncLoad()))
-		var once sync.Once
-		release = func() {
-			once.Do(func() {
-				rt.m.requestsActive.WithLabelValues(pre.URL()).Set(float64(pre.DecLoad()))
-				rt.m.requestsActive.WithLabelValues(dec.URL()).Set(float64(dec.DecLoad()))
-			})
-		}
+	// Both workers hold a load guard whatever the policy: a non-stream
+	// request until both answers are in, a stream until its body is dropped
+	// (pd_router.rs:542-543 and 887 at lightseekorg/smg@7c3502c6).
+	rt.m.requestsActive.WithLabelValues(pre.URL()).Set(float64(pre.IncLoad()))
+	rt.m.requestsActive.WithLabelValues(dec.URL()).Set(float64(dec.IncLoad()))
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			rt.m.requestsActive.WithLabelValues(pre.URL()).Set(float64(pre.DecLoad()))
+			rt.m.requestsActive.WithLabelValues(dec.URL()).Set(float64(dec.DecLoad()))
+		})
 	}
 	var wg sync.WaitGroup
 	var pres httpx.Result
@@ -128,7 +127,6 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	}()
 	dres := httpx.Send(r.Context(), rt.client, http.MethodPost, dec.URL()+route, body, hdr, stream, routerbase.Retryable)
 	wg.Wait()
-	release()
 
 	var out httpx.Outcome
 	switch {
@@ -145,9 +143,12 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	case dres.Err != nil:
 		out = smgError(http.StatusInternalServerError, "decode_request_failed", "Decode server error: "+dres.Err.Error())
 	case dres.Live != nil:
-		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Live: dres.Live}
+		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Live: dres.Live, Done: release}
 	default:
 		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Body: dres.Body}
+	}
+	if out.Live == nil {
+		release()
 	}
 	notErr := out.Status/100 == 2 || out.Status/100 == 4
 	for _, wk := range []*workers.Worker{pre, dec} {

@@ -110,22 +110,14 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		return 1
 	}
 	// The PD router's pools: in IGW mode the router manager builds them
-	// from the main --policy (create_pd_router(None, None, &policy)); only
-	// a non-IGW PD router honours --prefill-policy/--decode-policy.
-	pre, dec := cfg.Policy, cfg.Policy
-	if !cfg.EnableIGW {
-		if cfg.PrefillPolicy != nil {
-			pre = *cfg.PrefillPolicy
-		}
-		if cfg.DecodePolicy != nil {
-			dec = *cfg.DecodePolicy
-		}
+	// from the main --policy (create_pd_router(None, None, &policy),
+	// lightseekorg/smg@7c3502c6:src/routers/router_manager.rs); only a
+	// non-IGW PD router honours --prefill-policy/--decode-policy.
+	prefill, decode := cfg.PrefillPolicy, cfg.DecodePolicy
+	if cfg.EnableIGW {
+		prefill, decode = nil, nil
 	}
-	if rt.pols.Prefill, err = mk(pre); err != nil {
-		fmt.Fprintf(errw, "Error: %v\n", err)
-		return 1
-	}
-	if rt.pols.Decode, err = mk(dec); err != nil {
+	if rt.pols.Prefill, rt.pols.Decode, err = routerbase.PoolPolicies(mk, cfg.Policy, prefill, decode); err != nil {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
@@ -203,7 +195,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	// --shutdown-grace-period-secs bounds the drain; the kubelet's 30 s
 	// grace period bounds it too.
 	grace := min(cli.Secs(cfg.Flags.Uint("shutdown-grace-period-secs")), 30*time.Second)
-	return routerbase.Serve(ctx, ln, rt.handler(), grace, log, siteTerminate, errw)
+	return routerbase.Serve(ctx, ln, c.Faults.Handler(int(cfg.Port), rt.handler()), grace, log, siteTerminate, errw)
 }
 
 // register is the local worker registration workflow: detect the connection

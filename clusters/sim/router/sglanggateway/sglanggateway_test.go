@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -389,21 +388,21 @@ func TestObserverEndpointsShape(t *testing.T) {
 	}
 }
 
-func TestSGPDDualDispatchWithBootstrap(t *testing.T) {
+// startSGPD runs the gateway over nPre prefill and nDec decode engines as
+// the operator renders a pair, and waits until all are registered.
+func startSGPD(t *testing.T, nPre, nDec int, extra ...string) (*routertest.Router, []*routertest.Engine, []*routertest.Engine) {
+	t.Helper()
 	pods := routertest.NewPods()
-	pre := routertest.StartEngine(t, "p0", "", 0, "m")
-	dec := routertest.StartEngine(t, "d0", "", pre.Port, "m")
-	pp := routertest.EnginePod(ns, "md-prefill-0", pre, map[string]string{"app.kubernetes.io/instance": "md", "role": "prefill"})
-	pp.Annotations = map[string]string{"sglang.ai/bootstrap-port": "8998"}
-	pods.Put(pp)
-	pods.Put(routertest.EnginePod(ns, "md-decode-0", dec, map[string]string{"app.kubernetes.io/instance": "md", "role": "decode"}))
-	args := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
-		"--service-discovery", "--service-discovery-namespace=" + ns, "--service-discovery-port=" + strconv.Itoa(pre.Port),
-		"--pd-disaggregation", "--prefill-selector", "app.kubernetes.io/instance=md", "role=prefill",
-		"--decode-selector", "app.kubernetes.io/instance=md", "role=decode", "--policy", "round_robin"}
-	r := routertest.Start(t, Main, args, nil, pods)
+	pre, dec := routertest.PDFleet(t, nPre, nDec, pods, "sglang.ai/bootstrap-port")
+	r := routertest.Start(t, Main, routertest.PDArgs(pre[0].Port, "--pd-disaggregation", extra...), map[string]string{"SIM_ROUTER_SEED": "3"}, pods)
 	r.WaitReady(t, "/liveness", 5*time.Second)
-	routertest.Eventually(t, 5*time.Second, func() bool { return len(registered(t, r).Workers) == 2 }, "pd workers not registered")
+	routertest.Eventually(t, 5*time.Second, func() bool { return len(registered(t, r).Workers) == nPre+nDec }, "pd workers not registered")
+	return r, pre, dec
+}
+
+func TestSGPDDualDispatchWithBootstrap(t *testing.T) {
+	r, pres, decs := startSGPD(t, 1, 1, "--policy", "round_robin")
+	pre, dec := pres[0], decs[0]
 	st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
 	if st != 200 || !strings.Contains(string(b), `"worker":"d0"`) {
 		t.Fatalf("%d %s", st, b)
@@ -425,6 +424,52 @@ func TestSGPDDualDispatchWithBootstrap(t *testing.T) {
 	if !strings.Contains(logs(r), "mode: PrefillDecode { prefill_urls: [], decode_urls: [], prefill_policy: None, decode_policy: None }") {
 		t.Fatalf("pd banner:\n%s", logs(r))
 	}
+}
+
+// Under --service-discovery the gateway runs in IGW mode, whose router
+// manager builds the PD router from --policy alone: the pool flags show in
+// the banner and route nothing. Each pool still has its own instance.
+func TestSGPDIGWIgnoresPoolPolicyFlags(t *testing.T) {
+	r, pre, dec := startSGPD(t, 2, 2, "--policy", "round_robin", "--prefill-policy", "cache_aware", "--decode-policy", "cache_aware")
+	for i := 0; i < 8; i++ {
+		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", fmt.Sprint("q", i), false), nil); st != 200 {
+			t.Fatalf("request %d: %d %s", i, st, b)
+		}
+	}
+	count := func(es []*routertest.Engine) string { return fmt.Sprint(es[0].Generations(), es[1].Generations()) }
+	if p, d := count(pre), count(dec); p != "4 4" || d != "4 4" {
+		t.Fatalf("prefill %s decode %s, want 4 4 and 4 4", p, d)
+	}
+	mfs := r.Metrics(t)
+	for _, wt := range []string{"prefill", "decode"} {
+		if v, _ := routertest.Value(mfs, "smg_worker_selection_total", map[string]string{"worker_type": wt, "policy": "round_robin"}); v != 8 {
+			t.Errorf("%s selections under round_robin = %v, want 8", wt, v)
+		}
+	}
+	if !strings.Contains(logs(r), "prefill_policy: Some(CacheAware { cache_threshold: 0.3") {
+		t.Fatalf("banner:\n%s", logs(r))
+	}
+}
+
+// The PD router holds a load guard on both workers whatever the policy:
+// a stream too (smg_worker_requests_active moves under round_robin).
+func TestSGPDStreamHoldsLoadOnBothWorkers(t *testing.T) {
+	r, pres, decs := startSGPD(t, 1, 1, "--policy", "round_robin")
+	release := decs[0].Hold()
+	defer release()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "s", true), nil)
+	}()
+	active := func(e *routertest.Engine) float64 {
+		v, _ := routertest.Value(r.Metrics(t), "smg_worker_requests_active", map[string]string{"worker": e.URL()})
+		return v
+	}
+	routertest.Eventually(t, 5*time.Second, func() bool { return active(pres[0]) == 1 && active(decs[0]) == 1 }, "load not held on both workers")
+	release()
+	<-done
+	routertest.Eventually(t, 5*time.Second, func() bool { return active(pres[0]) == 0 && active(decs[0]) == 0 }, "load not released after the stream")
 }
 
 func TestGracefulShutdownReturnsZero(t *testing.T) {

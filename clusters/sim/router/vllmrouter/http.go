@@ -240,7 +240,7 @@ func (rt *router) typed(route string, textOf func(map[string]any) string) http.H
 		}
 		stream, _ := obj["stream"].(bool)
 		if rt.cfg.PD {
-			rt.routePD(w, r, route, body, obj, stream)
+			rt.routePD(w, r, route, obj, stream)
 			return
 		}
 		start := time.Now()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,29 +14,31 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routerbase"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/workers"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/policy"
 )
 
-// routePD is the vLLM PD router's two-stage request: pick a prefill and a
-// decode worker (each pool by its own policy, routing on the whole request
-// JSON), run the prefill leg with max_tokens 1 and the connector's
-// kv_transfer_params, then the decode leg, whose answer is the client's.
-func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, body []byte, obj map[string]any, stream bool) {
-	start := time.Now()
-	var compact bytes.Buffer
-	if json.Compact(&compact, body) != nil {
-		compact.Reset()
-		compact.Write(body)
-	}
-	txt := compact.String()
+// routePD is the vLLM PD router's two-stage request in the direct-URL mode
+// that Kubernetes discovery uses (docs/routers.md#corrections): pick a
+// prefill and a decode worker, each pool by its own policy instance,
+// routing on the re-serialised request; run the prefill leg with max_tokens
+// 1 and the connector's kv_transfer_params, then the decode leg, whose
+// answer is the client's. There is no retry executor on this path.
+func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, obj map[string]any, stream bool) {
 	hdr := forwardHeaders(r.Header)
 	hdr.Set("Content-Type", "application/json")
-	out := rt.withRetries(r, route, func() httpx.Outcome { return rt.pdAttempt(r, route, obj, hdr, txt, stream) })
-	if out.Status/100 == 2 {
-		rt.m.pdRequests.WithLabelValues(route).Inc()
-		rt.m.pdDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	rt.pdAttempt(r, route, obj, hdr, routingJSON(obj), stream).Write(w, stream)
+}
+
+// routingJSON is serde_json::to_string of the typed request: object keys in
+// alphabetical order (serde_json without preserve_order), no HTML escaping.
+// The defaulted fields the typed struct adds are not emulated.
+func routingJSON(obj map[string]any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(obj) != nil {
+		return ""
 	}
-	out.Write(w, stream)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func hostOf(url string) string {
@@ -49,18 +52,27 @@ func uuidSimple() string {
 }
 
 func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, hdr http.Header, txt string, stream bool) httpx.Outcome {
+	start := time.Now()
+	if nPre, nDec := len(rt.urlsOf(workers.Prefill)), len(rt.urlsOf(workers.Decode)); nPre == 0 || nDec == 0 {
+		return httpx.RouterText(http.StatusServiceUnavailable, fmt.Sprintf("No workers available: %d prefill, %d decode", nPre, nDec))
+	}
 	pre := rt.pick(rt.pols.Prefill, workers.Prefill, txt, r.Header)
 	if pre == nil {
-		rt.m.pdErrors.WithLabelValues("no_prefill_workers").Inc()
-		return httpx.RouterText(http.StatusServiceUnavailable, "No available prefill workers")
+		return httpx.RouterText(http.StatusServiceUnavailable, "Prefill policy failed to select a worker")
 	}
 	dec := rt.pick(rt.pols.Decode, workers.Decode, txt, r.Header)
 	if dec == nil {
-		rt.m.pdErrors.WithLabelValues("no_decode_workers").Inc()
-		return httpx.RouterText(http.StatusServiceUnavailable, "No available decode workers")
+		return httpx.RouterText(http.StatusServiceUnavailable, "Decode policy failed to select a worker")
 	}
-	rt.m.pdPrefill.WithLabelValues(pre.URL()).Inc()
-	rt.m.pdDecode.WithLabelValues(dec.URL()).Inc()
+	// The counters move once the decode leg has answered (or failed).
+	finished := func(decoded bool) {
+		rt.m.pdRequests.WithLabelValues(route).Inc()
+		rt.m.pdDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		rt.m.pdPrefill.WithLabelValues(pre.URL()).Inc()
+		if decoded {
+			rt.m.pdDecode.WithLabelValues(dec.URL()).Inc()
+		}
+	}
 
 	reqID := "___prefill_addr_" + hostOf(pre.URL()) + "___decode_addr_" + hostOf(dec.URL()) + "_" + uuidSimple()
 	transferID := ""
@@ -86,22 +98,18 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	preBody, _ := json.Marshal(preReq)
 	h := hdr.Clone()
 	h.Set("X-Request-Id", reqID)
-	preLoad := rt.countLoad(rt.pols.Prefill, pre)
+	preLoad := rt.countLoad(pre)
 	pres := httpx.Send(r.Context(), rt.client, http.MethodPost, pre.URL()+route, preBody, h, false, nil)
 	preLoad()
-	if pres.Err != nil || pres.Status/100 != 2 {
+	if pres.Err != nil {
+		// A failed prefill counts the request and the prefill error only.
 		rt.m.pdPrefillErrors.WithLabelValues(pre.URL()).Inc()
-		st := http.StatusInternalServerError
-		msg := "Prefill server error"
-		if pres.Err != nil {
-			msg += ": " + pres.Err.Error()
-		} else {
-			st = pres.Status
-			msg += ": " + string(pres.Body)
-		}
-		rt.recordOutcome(pre, st)
-		return httpx.RouterText(st, msg)
+		rt.m.pdRequests.WithLabelValues(route).Inc()
+		rt.m.pdDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		rt.recordOutcome(pre, http.StatusInternalServerError)
+		return httpx.RouterText(http.StatusInternalServerError, "Request processing failed: Prefill request failed to "+hostOf(pre.URL())+": "+pres.Err.Error())
 	}
+	// The prefill answer's status is not checked: the decode leg runs.
 	rt.recordOutcome(pre, pres.Status)
 
 	// Decode leg: the original request plus the receive-side params.
@@ -125,36 +133,35 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 		}
 	}
 	decBody, _ := json.Marshal(decReq)
-	decLoad := rt.countLoad(rt.pols.Decode, dec)
+	decLoad := rt.countLoad(dec)
 	dres := httpx.Send(r.Context(), rt.client, http.MethodPost, dec.URL()+route, decBody, h, stream, routerbase.Retryable)
-	var out httpx.Outcome
-	switch {
-	case dres.Err != nil:
-		decLoad()
+	// The decode load drops when the response headers arrive, not when a
+	// stream ends.
+	decLoad()
+	if dres.Err != nil {
 		rt.m.pdDecodeErrors.WithLabelValues(dec.URL()).Inc()
-		out = httpx.RouterText(http.StatusInternalServerError, "Decode server error: "+dres.Err.Error())
-	case dres.Live != nil:
-		var once sync.Once
-		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Live: dres.Live, Done: func() { once.Do(decLoad) }}
-	default:
-		decLoad()
-		if dres.Status/100 != 2 {
-			rt.m.pdDecodeErrors.WithLabelValues(dec.URL()).Inc()
-		}
-		out = httpx.Outcome{Status: dres.Status, Header: dres.Header, Body: dres.Body}
+		finished(false)
+		rt.recordOutcome(dec, http.StatusInternalServerError)
+		return httpx.RouterText(http.StatusInternalServerError, "Request processing failed: Decode request failed to "+hostOf(dec.URL())+": "+dres.Err.Error())
 	}
-	rt.recordOutcome(dec, out.Status)
-	return out
+	finished(true)
+	if dres.Status/100 != 2 {
+		rt.m.pdDecodeErrors.WithLabelValues(dec.URL()).Inc()
+	}
+	rt.recordOutcome(dec, dres.Status)
+	if dres.Live != nil {
+		return httpx.Outcome{Status: dres.Status, Header: dres.Header, Live: dres.Live}
+	}
+	return httpx.Outcome{Status: dres.Status, Header: dres.Header, Body: dres.Body}
 }
 
-// countLoad increments the worker's load when its pool's policy is
-// cache_aware and returns the matching decrement.
-func (rt *router) countLoad(pol policy.Policy, w *workers.Worker) func() {
-	if pol.Name() != policy.CacheAware {
-		return func() {}
-	}
-	rt.m.running.WithLabelValues(w.URL()).Set(float64(w.IncLoad()))
-	return func() { rt.m.running.WithLabelValues(w.URL()).Set(float64(w.DecLoad())) }
+// countLoad increments the worker's load for the leg it serves, whatever
+// the pool's policy, and returns the matching decrement. The P/D router
+// never sets vllm_router_running_requests.
+func (rt *router) countLoad(w *workers.Worker) func() {
+	w.IncLoad()
+	var once sync.Once
+	return func() { once.Do(func() { w.DecLoad() }) }
 }
 
 func cloneMap(m map[string]any) map[string]any {

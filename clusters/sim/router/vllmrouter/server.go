@@ -50,8 +50,7 @@ type router struct {
 	client *http.Client
 	// probe is add_worker's health client (timeout = startup timeout).
 	probe *http.Client
-	// pols: the PD pools share the regular instance unless
-	// --prefill-policy/--decode-policy name their own.
+	// pols: in P/D mode each pool has an instance of its own.
 	pols routerbase.Policies
 
 	retryCfg  routerbase.RetryConfig
@@ -106,14 +105,10 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		return 1
 	}
 	rt.pols.Prefill, rt.pols.Decode = rt.pols.Regular, rt.pols.Regular
-	if cfg.PrefillPolicy != nil {
-		if rt.pols.Prefill, err = mk(*cfg.PrefillPolicy); err != nil {
-			fmt.Fprintf(errw, "Error: %v\n", err)
-			return 1
-		}
-	}
-	if cfg.DecodePolicy != nil {
-		if rt.pols.Decode, err = mk(*cfg.DecodePolicy); err != nil {
+	if cfg.PD {
+		// create_vllm_pd_router: one instance per pool, each from its own
+		// flag else --policy, never the regular one (docs/routers.md#corrections).
+		if rt.pols.Prefill, rt.pols.Decode, err = routerbase.PoolPolicies(mk, cfg.Policy, cfg.PrefillPolicy, cfg.DecodePolicy); err != nil {
 			fmt.Fprintf(errw, "Error: %v\n", err)
 			return 1
 		}
@@ -156,7 +151,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		return 1
 	}
 	log.Info(siteStartServer, "Starting server on %s", addr)
-	return routerbase.Serve(ctx, ln, rt.handler(), 30*time.Second, log, siteTerminate, errw)
+	return routerbase.Serve(ctx, ln, c.Faults.Handler(int(cfg.Port), rt.handler()), 30*time.Second, log, siteTerminate, errw)
 }
 
 // waitStatic is Router::new's wait_for_healthy_workers for --worker-urls:

@@ -118,6 +118,27 @@ func TestPolicyValidOnlyOnOtherRouterRefused(t *testing.T) {
 	}
 }
 
+// --prefill-policy and --decode-policy take --policy's values through
+// clap's possible-values check, named by their own value names; a value
+// far from every candidate gets no tip (docs/routers.md#clap-errors).
+func TestVRBadPoolPolicyExits2WithClapText(t *testing.T) {
+	for _, c := range []struct{ flag, name, value, tip string }{
+		{"--prefill-policy", "PREFILL_POLICY", "prefix_hash", ""},
+		{"--decode-policy", "DECODE_POLICY", "roundrobin", "  tip: a similar value exists: 'round_robin'\n\n"},
+	} {
+		r := routertest.Start(t, Main, routertest.OperatorArgs(8000, c.flag, c.value), nil, routertest.NewPods())
+		if code := r.Wait(t, 5*time.Second); code != 2 {
+			t.Fatalf("%s %s: exit %d, want 2", c.flag, c.value, code)
+		}
+		want := "error: invalid value '" + c.value + "' for '" + c.flag + " <" + c.name + ">'\n" +
+			"  [possible values: random, round_robin, cache_aware, power_of_two, consistent_hash, rendezvous_hash]\n\n" +
+			c.tip + "For more information, try '--help'.\n"
+		if r.Stderr.String() != want {
+			t.Fatalf("%s %s: stderr %q\nwant %q", c.flag, c.value, r.Stderr.String(), want)
+		}
+	}
+}
+
 func TestVRTwiceGivenScalarExits2(t *testing.T) {
 	r := routertest.Start(t, Main, routertest.OperatorArgs(8000, "--request-timeout-secs=5", "--request-timeout-secs=6"), nil, routertest.NewPods())
 	if code := r.Wait(t, 5*time.Second); code != 2 {
@@ -523,25 +544,33 @@ func TestVRConfigErrorExits1(t *testing.T) {
 	}
 }
 
-func TestVRPDTwoStageWithMooncakeParams(t *testing.T) {
+// startVRPD runs the router over nPre prefill and nDec decode engines as
+// the operator renders a pair, and waits until all are registered.
+func startVRPD(t *testing.T, nPre, nDec int, extra ...string) (*routertest.Router, []*routertest.Engine, []*routertest.Engine) {
+	t.Helper()
 	pods := routertest.NewPods()
-	pre := routertest.StartEngine(t, "p0", "", 0, "m")
-	dec := routertest.StartEngine(t, "d0", "", pre.Port, "m")
-	pp := routertest.EnginePod(ns, "md-prefill-0", pre, map[string]string{"app.kubernetes.io/instance": "md", "kind": "prefill"})
-	pp.Annotations = map[string]string{"vllm.ai/bootstrap-port": "8998"}
-	pods.Put(pp)
-	pods.Put(routertest.EnginePod(ns, "md-decode-0", dec, map[string]string{"app.kubernetes.io/instance": "md", "kind": "decode"}))
-	args := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
-		"--kv-connector=mooncake", "--service-discovery", "--service-discovery-namespace=" + ns,
-		"--service-discovery-port=" + strconv.Itoa(pre.Port), "--vllm-pd-disaggregation",
-		"--prefill-selector", "app.kubernetes.io/instance=md", "kind=prefill",
-		"--decode-selector", "app.kubernetes.io/instance=md", "kind=decode"}
-	r := routertest.Start(t, Main, args, nil, pods)
+	pre, dec := routertest.PDFleet(t, nPre, nDec, pods, "vllm.ai/bootstrap-port")
+	args := routertest.PDArgs(pre[0].Port, "--vllm-pd-disaggregation", append([]string{"--kv-connector=mooncake"}, extra...)...)
+	r := routertest.Start(t, Main, args, map[string]string{"SIM_ROUTER_SEED": "7"}, pods)
 	r.WaitReady(t, "/liveness", 5*time.Second)
 	routertest.Eventually(t, 5*time.Second, func() bool {
 		_, _, b := routertest.Get(t, r.Base()+"/list_workers")
-		return strings.Count(string(b), "http://") == 2
+		return strings.Count(string(b), "http://") == nPre+nDec
 	}, "pd workers not registered")
+	return r, pre, dec
+}
+
+func generations(es []*routertest.Engine) []int {
+	out := make([]int, len(es))
+	for i, e := range es {
+		out[i] = e.Generations()
+	}
+	return out
+}
+
+func TestVRPDTwoStageWithMooncakeParams(t *testing.T) {
+	r, pres, decs := startVRPD(t, 1, 1)
+	pre, dec := pres[0], decs[0]
 	st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
 	if st != 200 || !strings.Contains(string(b), `"worker":"d0"`) {
 		t.Fatalf("%d %s", st, b)
@@ -569,6 +598,11 @@ func TestVRPDTwoStageWithMooncakeParams(t *testing.T) {
 	if v, _ := routertest.Value(mfs, "vllm_router_pd_requests_total", map[string]string{"route": "/v1/chat/completions"}); v != 1 {
 		t.Errorf("pd_requests %v", v)
 	}
+	// Load is counted for the legs, but the P/D router never sets the
+	// running gauge (docs/routers.md#corrections).
+	if _, ok := routertest.Value(mfs, "vllm_router_running_requests", nil); ok {
+		t.Errorf("vllm_router_running_requests exported in P/D mode")
+	}
 	out := logs(r)
 	if !strings.Contains(out, "mode: VllmPrefillDecode { prefill_urls: [], decode_urls: [], prefill_policy: None, decode_policy: None, discovery_address: None } | policy: CacheAware") ||
 		!strings.Contains(out, "Mode: vLLM PD Disaggregated") || !strings.Contains(out, "Adding pod: md-prefill-0 | type: Some(Prefill)") {
@@ -576,6 +610,110 @@ func TestVRPDTwoStageWithMooncakeParams(t *testing.T) {
 	}
 	if !strings.Contains(r.Stderr.String(), "INFO: Using K8s service discovery mode for vLLM PD disaggregation.") {
 		t.Fatalf("stderr %q", r.Stderr.String())
+	}
+}
+
+// Each pool has a round-robin instance of its own: 8 serial requests over
+// 2 prefill and 2 decode workers are 4/4 and 4/4. One shared counter would
+// send every prefill to one worker and every decode to the other.
+func TestVRPDOnePolicyInstancePerPool(t *testing.T) {
+	r, pre, dec := startVRPD(t, 2, 2, "--policy", "round_robin")
+	for i := 0; i < 8; i++ {
+		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", fmt.Sprint("q", i), false), nil); st != 200 {
+			t.Fatalf("request %d: %d %s", i, st, b)
+		}
+	}
+	if p, d := generations(pre), generations(dec); fmt.Sprint(p, d) != "[4 4] [4 4]" {
+		t.Fatalf("prefill %v decode %v, want [4 4] [4 4]", p, d)
+	}
+	mfs := r.Metrics(t)
+	for _, e := range append(append([]*routertest.Engine{}, pre...), dec...) {
+		if v, _ := routertest.Value(mfs, "vllm_router_policy_decisions_total", map[string]string{"policy": "round_robin", "worker": e.URL()}); v != 4 {
+			t.Errorf("decisions of %s = %v, want 4", e.Name, v)
+		}
+	}
+	for _, e := range pre {
+		if v, _ := routertest.Value(mfs, "vllm_router_pd_prefill_requests_total", map[string]string{"worker": e.URL()}); v != 4 {
+			t.Errorf("pd_prefill of %s = %v", e.Name, v)
+		}
+	}
+	for _, e := range dec {
+		if v, _ := routertest.Value(mfs, "vllm_router_pd_decode_requests_total", map[string]string{"worker": e.URL()}); v != 4 {
+			t.Errorf("pd_decode of %s = %v", e.Name, v)
+		}
+	}
+}
+
+// --prefill-policy and --decode-policy each pick for their own pool: round
+// robin spreads the prefills, cache_aware keeps serial decodes on one worker.
+func TestVRPDPoolPolicyFlags(t *testing.T) {
+	r, pre, dec := startVRPD(t, 2, 2, "--prefill-policy", "round_robin", "--decode-policy", "cache_aware")
+	for i := 0; i < 8; i++ {
+		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", fmt.Sprint("q", i), false), nil); st != 200 {
+			t.Fatalf("request %d: %d %s", i, st, b)
+		}
+	}
+	p, d := generations(pre), generations(dec)
+	if fmt.Sprint(p) != "[4 4]" || (fmt.Sprint(d) != "[8 0]" && fmt.Sprint(d) != "[0 8]") {
+		t.Fatalf("prefill %v decode %v, want [4 4] and 8 on one decoder", p, d)
+	}
+	if !strings.Contains(logs(r), "prefill_policy: Some(RoundRobin), decode_policy: Some(CacheAware { cache_threshold: 0.3, balance_abs_threshold: 64, balance_rel_threshold: 1.5, eviction_interval_secs: 120, max_tree_size: 67108864 }), discovery_address: None } | policy: CacheAware") {
+		t.Fatalf("banner:\n%s", logs(r))
+	}
+}
+
+// The P/D path has no retry executor; the prefill status is not checked;
+// the counters move once the decode leg has answered, whatever its status.
+func TestVRPDRequestPathAndCounters(t *testing.T) {
+	r, pres, decs := startVRPD(t, 1, 1)
+	pre, dec := pres[0], decs[0]
+
+	pre.FailNext(1, http.StatusNotFound)
+	if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "a", false), nil); st != 200 || !strings.Contains(string(b), `"worker":"d0"`) {
+		t.Fatalf("a failed prefill status still decodes: %d %s", st, b)
+	}
+	dec.FailNext(1, http.StatusServiceUnavailable)
+	st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "b", false), nil)
+	if st != http.StatusServiceUnavailable || !strings.Contains(string(b), "injected failure") {
+		t.Fatalf("the decode answer comes back unchanged: %d %s", st, b)
+	}
+	if p, d := pre.Generations(), dec.Generations(); p != 2 || d != 2 {
+		t.Fatalf("legs %d/%d: a 503 must not be retried", p, d)
+	}
+	mfs := r.Metrics(t)
+	for name, want := range map[string]float64{"vllm_router_pd_requests_total": 2, "vllm_router_pd_prefill_requests_total": 2,
+		"vllm_router_pd_decode_requests_total": 2, "vllm_router_pd_decode_errors_total": 1, "vllm_router_retries_total": 0} {
+		if v, _ := routertest.Value(mfs, name, nil); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+
+	dec.Close()
+	st, _, b = routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "c", false), nil)
+	if st != http.StatusInternalServerError || !strings.Contains(string(b), "Decode request failed to "+dec.IP) {
+		t.Fatalf("unreachable decoder: %d %s", st, b)
+	}
+	mfs = r.Metrics(t)
+	for name, want := range map[string]float64{"vllm_router_pd_requests_total": 3, "vllm_router_pd_prefill_requests_total": 3,
+		"vllm_router_pd_decode_requests_total": 2, "vllm_router_pd_decode_errors_total": 2} {
+		if v, _ := routertest.Value(mfs, name, nil); v != want {
+			t.Errorf("after a decode network error %s = %v, want %v", name, v, want)
+		}
+	}
+}
+
+func TestVRPDEmptyPool(t *testing.T) {
+	pods := routertest.NewPods()
+	pre, _ := routertest.PDFleet(t, 1, 0, pods, "")
+	r := routertest.Start(t, Main, routertest.PDArgs(pre[0].Port, "--vllm-pd-disaggregation"), nil, pods)
+	r.WaitReady(t, "/liveness", 5*time.Second)
+	routertest.Eventually(t, 5*time.Second, func() bool {
+		_, _, b := routertest.Get(t, r.Base()+"/list_workers")
+		return strings.Count(string(b), "http://") == 1
+	}, "prefill worker not registered")
+	st, _, b := routertest.Post(t, r.Base()+"/v1/completions", `{"model":"m","prompt":"x"}`, nil)
+	if st != http.StatusServiceUnavailable || string(b) != "No workers available: 1 prefill, 0 decode" {
+		t.Fatalf("%d %q", st, b)
 	}
 }
 

@@ -37,6 +37,17 @@ type Engine struct {
 	code     int
 	listened chan struct{}
 	once     sync.Once
+	mu       sync.Mutex
+	others   map[string]string // a further port the program asked for -> the port it got
+}
+
+// Addr is where a listener the program opened after its serving port (the
+// Mooncake bootstrap server, say) is reachable: requested is the port it
+// asked for. Empty when it opened none there.
+func (e *Engine) Addr(requested int) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.others[strconv.Itoa(requested)]
 }
 
 // Start runs main with argv and env. It does not wait for the server: use
@@ -65,6 +76,7 @@ func StartContext(ctx context.Context, main proc.Main, args []string, env map[st
 		cancel:   cancel,
 		done:     make(chan struct{}),
 		listened: make(chan struct{}),
+		others:   map[string]string{},
 	}
 	c := &proc.Container{
 		Args:   args,
@@ -73,6 +85,19 @@ func StartContext(ctx context.Context, main proc.Main, args []string, env map[st
 		Stderr: e.Stderr,
 		Pod:    proc.PodInfo{Name: "engine-0", Namespace: "test", IP: "127.0.0.1"},
 		Listen: func(addr string) (net.Listener, error) {
+			select {
+			case <-e.listened:
+				// The serving port is bound: a further listener gets a port of its own.
+				_, want, _ := net.SplitHostPort(addr)
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err == nil {
+					e.mu.Lock()
+					e.others[want] = ln.Addr().String()
+					e.mu.Unlock()
+				}
+				return ln, err
+			default:
+			}
 			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 			if err == nil {
 				e.once.Do(func() { close(e.listened) })

@@ -52,8 +52,8 @@ func metricsHandler(reg *prometheus.Registry) http.Handler {
 }
 
 // serveMetrics runs the exporter on ln until ctx is done.
-func serveMetrics(ctx context.Context, ln net.Listener, reg *prometheus.Registry) error {
-	srv := &http.Server{Handler: metricsHandler(reg), ReadHeaderTimeout: 10 * time.Second}
+func serveMetrics(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

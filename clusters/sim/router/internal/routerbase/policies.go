@@ -50,11 +50,32 @@ func PolicyMaker(flavor policy.Flavor, cfg policy.Config, rng *rand.Rand, log *t
 	}
 }
 
-// Policies are a router's policy instances per pool; which instances the
-// PD pools get is the router's choice (VR shares the regular one unless
-// overridden, SG builds its own).
+// Policies are a router's policy instances per pool. In P/D mode both
+// routers build one instance for each pool (PoolPolicies), so the pools
+// never share a round-robin counter or a cache-aware tree; outside it the
+// pools are unused and share the regular instance.
 type Policies struct {
 	Regular, Prefill, Decode policy.Policy
+}
+
+// PoolPolicies is the routers' create_*_pd_router: a new instance for the
+// prefill pool from prefill, else main, and another for the decode pool from
+// decode, else main (vllm-project/router@e667ebb:src/routers/factory.rs,
+// lightseekorg/smg@7c3502c6:src/routers/factory.rs; docs/routers.md#corrections).
+func PoolPolicies(mk func(string) (policy.Policy, error), main string, prefill, decode *string) (pre, dec policy.Policy, err error) {
+	name := func(p *string) string {
+		if p != nil {
+			return *p
+		}
+		return main
+	}
+	if pre, err = mk(name(prefill)); err != nil {
+		return nil, nil, err
+	}
+	if dec, err = mk(name(decode)); err != nil {
+		return nil, nil, err
+	}
+	return pre, dec, nil
 }
 
 // For is the policy of role's pool.

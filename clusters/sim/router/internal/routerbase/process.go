@@ -63,7 +63,12 @@ func ServeMetrics(g *Group, c *proc.Container, addr string, reg *prometheus.Regi
 	if err != nil {
 		return fmt.Errorf("failed to install Prometheus metrics exporter: FailedToCreateHTTPListener(%q)", err.Error())
 	}
-	g.Go(func(ctx context.Context) { _ = serveMetrics(ctx, ln, reg) })
+	port := 0
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	h := c.Faults.Handler(port, metricsHandler(reg))
+	g.Go(func(ctx context.Context) { _ = serveMetrics(ctx, ln, h) })
 	return nil
 }
 

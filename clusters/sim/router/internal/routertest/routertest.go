@@ -387,6 +387,43 @@ func Fleet(t testing.TB, n int, pods *Pods) []*Engine {
 	return es
 }
 
+// PDFleet starts nPre prefill engines (p0, p1, …) and nDec decode engines
+// (d0, d1, …) on one port, with Pods md-prefill-<i> and md-decode-<i>
+// labelled as PDArgs selects them; prefill Pods carry bootstrapAnnotation
+// (the router's bootstrap-port annotation) set to 8998 when it is not "".
+func PDFleet(t testing.TB, nPre, nDec int, pods *Pods, bootstrapAnnotation string) (pre, dec []*Engine) {
+	t.Helper()
+	port := 0
+	for _, pool := range []struct {
+		kind string
+		n    int
+		out  *[]*Engine
+	}{{"prefill", nPre, &pre}, {"decode", nDec, &dec}} {
+		for i := 0; i < pool.n; i++ {
+			e := StartEngine(t, fmt.Sprintf("%c%d", pool.kind[0], i), "", port, "m")
+			port = e.Port
+			*pool.out = append(*pool.out, e)
+			pod := EnginePod(Namespace, fmt.Sprintf("md-%s-%d", pool.kind, i), e, map[string]string{"app.kubernetes.io/instance": "md", "kind": pool.kind})
+			if pool.kind == "prefill" && bootstrapAnnotation != "" {
+				pod.Annotations = map[string]string{bootstrapAnnotation: "8998"}
+			}
+			pods.Put(pod)
+		}
+	}
+	return pre, dec
+}
+
+// PDArgs is the argv the operator renders for a prefill/decode pair
+// (docs/operator.md#router-argv): pdFlag (--vllm-pd-disaggregation or
+// --pd-disaggregation) and a selector per pool, as PDFleet labels them.
+func PDArgs(enginePort int, pdFlag string, extra ...string) []string {
+	a := []string{"--host=0.0.0.0", "--port={PORT}", "--prometheus-host=0.0.0.0", "--prometheus-port={PROM}",
+		"--service-discovery", "--service-discovery-namespace=" + Namespace, "--service-discovery-port=" + strconv.Itoa(enginePort),
+		pdFlag, "--prefill-selector", "app.kubernetes.io/instance=md", "kind=prefill",
+		"--decode-selector", "app.kubernetes.io/instance=md", "kind=decode"}
+	return append(a, extra...)
+}
+
 // StartOverFleet runs main with OperatorArgs over es (their Pods in pods)
 // and env, and waits until it is live and registered(r) counts every
 // engine (each router lists its workers its own way).

@@ -68,7 +68,7 @@ func Main(deps Deps) proc.Main {
 			return 1
 		}
 		p := NewProxy(cfg, func() (extproc.Processor, error) { return network.Dial(extAddr) }, c.Stdout)
-		srv := &http.Server{Handler: p, ReadHeaderTimeout: time.Minute}
+		srv := &http.Server{Handler: c.Faults.Handler(cfg.ListenPort, p), ReadHeaderTimeout: time.Minute}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -414,7 +414,7 @@ func (e *eppProcess) serve(ctx context.Context, opts *options.Options, st *start
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: c.Faults.Handler(opts.MetricsPort, mux), ReadHeaderTimeout: 10 * time.Second}
 	goRun(func() { _ = hs.Serve(metricsLn) })
 	// The gRPC health server answers the readiness probe; the sim accepts
 	// TCP on the port once the EPP serves.
