@@ -31,7 +31,7 @@ const (
 	colStated   = "Expected (stated by the suite)"
 	colBound    = "Expected, with derived bounds"
 	colMeasured = "This run measured"
-	legend      = "✓ PASS, ✗ FAIL, ○ SKIP (could not run here; the reason is listed), – N/A (the claim does not apply to the pair, as expect.yaml records from the docs or the router's flags; the reason is listed), · NOT RUN (no spec ran)"
+	legend      = "✓ PASS, ✗ FAIL, ○ SKIP (could not run here; the reason is listed), – N/A (the claim does not apply to the pair, as expect.yaml records from the docs or the router's flags; the reason is listed), · NOT RUN (no spec ran: not selected in this run, or none for the pair)"
 )
 
 // Markdown renders qualification.md from r alone.

@@ -226,6 +226,14 @@ func TestReportJSONHasClaimsPerPairInDocumentedOrder(t *testing.T) {
 	if r := r.Claims[5].Rows[0].Reasons; len(r) != 1 || !strings.Contains(r[0], "not selected") {
 		t.Errorf("filtered reason %q", r)
 	}
+	// Left out by the label filter: not run (not "could not run"), and no
+	// shortfall in the pair's verdict.
+	if row := r.Claims[5].Rows[0]; row.Result != ResultNotRun {
+		t.Errorf("a row the filter left out is %s", row.Result)
+	}
+	if v := r.Verdicts[0].Line; !strings.Contains(v, "1 not selected in this run") || strings.Contains(v, r.Claims[5].Name+",") || strings.Contains(v, r.Claims[5].Name+" did not run") {
+		t.Errorf("verdict %q counts the left-out %s as a shortfall", v, r.Claims[5].Name)
+	}
 	if rr := r.Claims[2].Rows[1]; rr.Result != ResultPass || rr.Measured[0] != "60/60; +120 selections" {
 		t.Errorf("roundrobin from a remote process %+v", rr)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -27,7 +28,7 @@ type Verdict struct {
 func verdicts(r *Report) []Verdict {
 	var out []Verdict
 	for i, pair := range r.Pairs {
-		var passed, failed, skipped, na []string
+		var passed, failed, skipped, na, notSelected []string
 		var firstSkip string
 		for _, c := range r.Claims {
 			if i >= len(c.Rows) {
@@ -41,6 +42,13 @@ func verdicts(r *Report) []Verdict {
 				failed = append(failed, c.Name)
 			case ResultNotApplicable:
 				na = append(na, c.Name)
+			case ResultNotRun:
+				if slices.Equal(row.Reasons, []string{NotSelected}) {
+					// The run chose not to cover it: not a shortfall.
+					notSelected = append(notSelected, c.Name)
+					continue
+				}
+				fallthrough
 			default:
 				skipped = append(skipped, c.Name)
 				if firstSkip == "" && len(row.Reasons) > 0 {
@@ -73,6 +81,9 @@ func verdicts(r *Report) []Verdict {
 		}
 		if len(na) > 0 {
 			why += fmt.Sprintf("; %d not applicable", len(na))
+		}
+		if len(notSelected) > 0 {
+			why += fmt.Sprintf("; %d not selected in this run", len(notSelected))
 		}
 		if r.Environment.Target == TargetSim {
 			why += " — on the simulator, not a GPU qualification"
