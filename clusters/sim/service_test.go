@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +73,22 @@ func startLoad(ctx context.Context, base string, stop <-chan struct{}) *load {
 	return l
 }
 
+// perRouterPod sums counter in each router Pod's scrape, by Pod name.
+func perRouterPod(ctx context.Context, t *testing.T, d clusters.Deployment, counter string) map[string]float64 {
+	t.Helper()
+	snap, err := d.RouterMetrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]float64{}
+	for _, s := range snap.Samples {
+		if s.Name == counter {
+			per[s.Labels[metrics.SourceLabel]] += s.Value
+		}
+	}
+	return per
+}
+
 func uids(t *testing.T, d clusters.Deployment) (router []string, engines []string) {
 	t.Helper()
 	ps, err := d.RouterState(context.Background())
@@ -121,6 +139,74 @@ func TestRouterServiceFollowsAReplacedRouterPod(t *testing.T) {
 	})
 	if base2, _ := d.OpenAIBaseURL(ctx); base2 != base {
 		t.Errorf("the Service URL changed: %s -> %s", base, base2)
+	}
+}
+
+// TestInClusterRouterServiceNameFollowsAReplacedRouterPod: a program in the
+// cluster that resolves <md>-router.<ns>.svc (the sim's in-cluster client,
+// resolveService) dials the router Service's ClusterIP, not a Pod's
+// address, reaches the Ready router Pod behind it, and after that Pod is
+// deleted reaches its replacement under the same name.
+func TestInClusterRouterServiceNameFollowsAReplacedRouterPod(t *testing.T) {
+	c := newCluster(t, sim.Options{})
+	d := deployReady(t, c, md("insvc", api.RouterVLLM, api.EngineVLLM, 2))
+	ctx := ctxT(t, 30*time.Second)
+	client := sim.InClusterClient(c)
+	defer client.CloseIdleConnections()
+	base := fmt.Sprintf("http://%s-router.%s.svc.cluster.local:%d/v1", d.Name(), d.Namespace(), api.RouterHTTPPort)
+	svcURL, err := d.OpenAIBaseURL(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterIP := strings.TrimSuffix(strings.TrimPrefix(svcURL, "http://"), fmt.Sprintf(":%d/v1", api.RouterHTTPPort))
+	// chat sends one chat through the Service name and returns the address
+	// the client dialled.
+	chat := func() (remote string, code int, err error) {
+		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { remote = i.Conn.RemoteAddr().String() }})
+		code, err = chatStatus(tctx, client, base)
+		return remote, code, err
+	}
+	// servedBy is the fake router's proxied requests per router Pod.
+	servedBy := func() map[string]float64 { return perRouterPod(ctx, t, d, "fake_router_requests_total") }
+
+	before, _ := d.RouterState(ctx)
+	if len(before) != 1 || !before[0].Ready {
+		t.Fatalf("router Pods %v, want one Ready", before)
+	}
+	remote, code, err := chat()
+	if code != 200 {
+		t.Fatalf("chat through %s: %d %v", base, code, err)
+	}
+	if host, _, _ := net.SplitHostPort(remote); host != clusterIP || host == before[0].IP {
+		t.Fatalf("dialled %s for %s, want the Service's ClusterIP %s (router Pod %s is %s)", remote, base, clusterIP, before[0].Name, before[0].IP)
+	}
+	if got := servedBy(); got[before[0].Name] != 1 {
+		t.Fatalf("requests per router Pod %v, want 1 on %s", got, before[0].Name)
+	}
+
+	if err := d.(clusters.FaultInjector).DeleteRouterPod(ctx, before[0].Name); err != nil {
+		t.Fatal(err)
+	}
+	var after []clusters.RouterPod
+	eventually(t, 10*time.Second, "a new Ready router Pod", func() (bool, string) {
+		after, _ = d.RouterState(ctx)
+		return len(after) == 1 && after[0].UID != before[0].UID && after[0].Ready, fmt.Sprint(after)
+	})
+	eventually(t, 5*time.Second, "a chat through the same Service name", func() (bool, string) {
+		remote, code, err = chat()
+		return code == 200, fmt.Sprint(code, err)
+	})
+	if host, _, _ := net.SplitHostPort(remote); host != clusterIP {
+		t.Errorf("dialled %s after the replacement, want the ClusterIP %s", remote, clusterIP)
+	}
+	if got := servedBy(); got[after[0].Name] != 1 {
+		t.Errorf("requests per router Pod %v, want 1 on the replacement %s", got, after[0].Name)
+	}
+
+	// A name no live deployment's Service has is not found.
+	missing := fmt.Sprintf("http://nope-router.%s.svc:%d/v1", d.Namespace(), api.RouterHTTPPort)
+	if code, err := chatStatus(ctx, client, missing); err == nil || !strings.Contains(err.Error(), "no such host") {
+		t.Errorf("chat to %s: %d %v, want no such host", missing, code, err)
 	}
 }
 
@@ -186,16 +272,7 @@ func TestTwoRouterReplicasShareTheServiceConnections(t *testing.T) {
 			t.Fatalf("%d %v", code, err)
 		}
 	}
-	snap, err := d.RouterMetrics(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	per := map[string]float64{}
-	for _, s := range snap.Samples {
-		if s.Name == "smg_router_requests_total" {
-			per[s.Labels[metrics.SourceLabel]] += s.Value
-		}
-	}
+	per := perRouterPod(ctx, t, d, "smg_router_requests_total")
 	// Binomial(80, 1/2): sd 4.5; 20 either side is over 4 sd.
 	if len(per) != 2 || per[ps[0].Name]+per[ps[1].Name] != n || per[ps[0].Name] < 20 || per[ps[1].Name] < 20 {
 		t.Fatalf("requests per router Pod %v, want both near %d of %d", per, n/2, n)

@@ -1,7 +1,7 @@
 package routing
 
 // Unit tests of the claim registry: plain Go tests that do not run the
-// Ginkgo suite (make unit runs them with -run '^TestRegistry').
+// Ginkgo suite (make unit runs every test here but TestRouting).
 
 import (
 	"fmt"

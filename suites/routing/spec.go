@@ -124,10 +124,46 @@ func intervalOf(cfg *config.Config, claim, op string) config.Interval {
 }
 
 // eventually is Eventually with the interval of claim/op from e2e.yaml.
+// Each poll's context ends with the interval (withinDeadline), so a call
+// that hangs fails the wait within its interval.
 func (t Target) eventually(ctx context.Context, claim, op string, f any) AsyncAssertion {
 	GinkgoHelper()
 	iv := intervalOf(t.Config, claim, op)
-	return Eventually(ctx, f).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D())
+	return Eventually(ctx, withinDeadline(time.Now().Add(iv.Timeout.D()), f)).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D())
+}
+
+// withinDeadline bounds the context Gomega hands a polled function by the
+// wait's deadline. Gomega passes the spec's context unchanged, so without
+// this one call that hangs (a scrape of a /metrics that never answers)
+// runs on to its own client timeout, past the interval. The deadline is
+// taken just before Gomega starts its timer, so a hung call ends first and
+// the wait's failure carries that call's error. Polled functions without a
+// context cannot be bounded and are returned as they are.
+func withinDeadline(deadline time.Time, f any) any {
+	bound := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		return context.WithDeadline(ctx, deadline)
+	}
+	switch f := f.(type) {
+	case func(Gomega, context.Context):
+		return func(g Gomega, ctx context.Context) {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			f(g, ctx)
+		}
+	case func(context.Context) error:
+		return func(ctx context.Context) error {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return f(ctx)
+		}
+	case func(context.Context) bool:
+		return func(ctx context.Context) bool {
+			ctx, cancel := bound(ctx)
+			defer cancel()
+			return f(ctx)
+		}
+	}
+	return f
 }
 
 // consistently is Consistently with the interval of claim/op from e2e.yaml.
@@ -147,7 +183,7 @@ func settle[T any](ctx context.Context, t Target, claim, op string, read func(co
 	var lastErr error
 	quiet := NewGomega(func(string, ...int) {})
 	iv := intervalOf(t.Config, claim, op)
-	quiet.Eventually(ctx, func(ctx context.Context) bool {
+	quiet.Eventually(ctx, withinDeadline(time.Now().Add(iv.Timeout.D()), func(ctx context.Context) bool {
 		v, err := read(ctx)
 		if lastErr = err; err != nil {
 			return false
@@ -155,7 +191,7 @@ func settle[T any](ctx context.Context, t Target, claim, op string, read func(co
 		last = v
 		ok, err := m.Match(v)
 		return err == nil && ok
-	}).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D()).Should(BeTrue())
+	})).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D()).Should(BeTrue())
 	if lastErr == nil && ctx.Err() != nil {
 		lastErr = ctx.Err()
 	}

@@ -3,11 +3,11 @@ package vllmrouter
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -221,17 +221,29 @@ func TestVRRunningRequestsOnlyUnderCacheAware(t *testing.T) {
 	r := startVR(t, es, pods)
 	release := es[0].Hold()
 	release2 := es[1].Hold()
-	var wg sync.WaitGroup
-	for i := 0; i < 2; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
-		}()
+	// Registered after startVR, so it runs before the router's Stop: a
+	// failure below must not leave held requests that block the shutdown.
+	t.Cleanup(func() { release(); release2() })
+	inFlight := func() string { return fmt.Sprintf("%d/%d", es[0].InFlight(), es[1].InFlight()) }
+	statuses := make(chan error, 2)
+	chat := func() {
+		st, _, b := post(r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false))
+		if st != http.StatusOK {
+			statuses <- fmt.Errorf("status %d body %s", st, b)
+			return
+		}
+		statuses <- nil
 	}
-	// Two concurrent chats under cache_aware go to different workers (least
-	// in flight), and running_requests shows 1 on each.
-	routertest.Eventually(t, 5*time.Second, func() bool { return es[0].InFlight() == 1 && es[1].InFlight() == 1 }, "not spread: %d/%d", es[0].InFlight(), es[1].InFlight())
+	// The router selects a worker and only then counts its load
+	// (docs/routers.md#candidates-order-and-load), so two chats that reach the
+	// policy at the same instant both see 0/0 and go to the first worker. The
+	// second is sent once the first is counted, i.e. held at its engine: then
+	// cache_aware must pick the other worker (least in flight), and
+	// running_requests shows 1 on each while both are held.
+	go chat()
+	routertest.Eventually(t, 10*time.Second, func() bool { return es[0].InFlight()+es[1].InFlight() == 1 }, "first chat not held: %v", stringer(inFlight))
+	go chat()
+	routertest.Eventually(t, 10*time.Second, func() bool { return es[0].InFlight() == 1 && es[1].InFlight() == 1 }, "not spread: %v", stringer(inFlight))
 	mfs := r.Metrics(t)
 	for _, e := range es {
 		if v, ok := routertest.Value(mfs, "vllm_router_running_requests", map[string]string{"worker": e.URL()}); !ok || v != 1 {
@@ -240,11 +252,33 @@ func TestVRRunningRequestsOnlyUnderCacheAware(t *testing.T) {
 	}
 	release()
 	release2()
-	wg.Wait()
+	for i := 0; i < 2; i++ {
+		if err := <-statuses; err != nil {
+			t.Errorf("chat: %v", err)
+		}
+	}
 	mfs = r.Metrics(t)
 	if v, _ := routertest.Value(mfs, "vllm_router_running_requests", nil); v != 0 {
 		t.Errorf("running after completion %v", v)
 	}
+}
+
+// stringer formats what f returns when printed, so a failure message shows
+// the state at the failure, not at the call.
+type stringer func() string
+
+func (f stringer) String() string { return f() }
+
+// post is routertest.Post for a goroutine other than the test's: errors
+// come back as a status of 0 instead of t.Fatal.
+func post(url, body string) (int, http.Header, []byte) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, nil, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
 }
 
 func TestRetriesRerunPolicyAndRecordMetrics(t *testing.T) {
