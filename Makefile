@@ -1,6 +1,7 @@
 # Routing conformance suite. The two commands that matter:
 #   make e2e    run the routing suite (default target: the embedded sim)
-#   make test   run the project's own tests (unit tests with -race, then the suite on the sim)
+#   make test   run the project's own tests (unit tests with -race, the suite on the sim, the interrupt test)
+# make help lists every target.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
@@ -16,37 +17,53 @@ GINKGO_TIMEOUT      ?= 2h
 GINKGO_ARGS         ?=
 FUZZTIME            ?= 10s
 
-GINKGO := $(GO) tool ginkgo
 UNIT_PKGS = $$($(GO) list ./... | grep -v /suites/)
+N                   ?= 20
+VERSION             ?=
+BASELINE            ?=
 
 APISERVER_TIMEOUT   ?= 20m
 
-.PHONY: all test unit e2e test-apiserver bench fuzz lint report-check clean help
+# The suite runner (cmd/e2e): checks the label filter, compiles the suite
+# with a visible step, runs Ginkgo with a live traffic line, summarises.
+E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifacts="$(ARTIFACTS)" \
+  -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
+  -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-all: lint test
+.PHONY: all test unit e2e qualify repeat reliability test-apiserver bench fuzz lint report-check clean help e2e-runner
 
-help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+all: lint test ## gofmt and go vet, then make test
 
-test: unit ## unit tests with -race, then the suite on the sim target
+help: ## list every target
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+
+test: unit ## unit tests with -race, then the suite on the sim, then the interrupt test
 	$(MAKE) e2e E2E_TARGET=sim
+	$(MAKE) reliability
 
 unit: ## unit tests of every package, with -race; of the suites their plain Go tests (registry, waits), not the specs
-	$(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
-	$(GO) test -race -count=1 -timeout 5m -skip '^TestRouting$$' ./suites/...
+	@echo "unit: compiling and running the unit tests with -race; the first run compiles for a few minutes, then a line per package"
+	@bash hack/heartbeat.sh "unit tests" $(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
+	@echo "unit: the suites' plain Go tests (registry, waits), not the specs"
+	@bash hack/heartbeat.sh "suite checks" $(GO) test -race -count=1 -timeout 5m -skip '^TestRouting$$' ./suites/...
 
-e2e: ## run the routing suite on E2E_TARGET (sim, kube, kind)
-	@mkdir -p "$(ARTIFACTS)"
-	E2E_TARGET=$(E2E_TARGET) ARTIFACTS="$(ARTIFACTS)" $(GINKGO) -v --procs=$(GINKGO_NODES) \
-	  --timeout=$(GINKGO_TIMEOUT) --fail-on-pending --fail-on-empty --keep-going \
-	  --poll-progress-after=5m --poll-progress-interval=1m \
-	  $(if $(GINKGO_LABEL_FILTER),--label-filter='$(GINKGO_LABEL_FILTER)') \
-	  $(if $(GINKGO_FOCUS),--focus='$(GINKGO_FOCUS)') \
-	  $(if $(GINKGO_SKIP),--skip='$(GINKGO_SKIP)') \
-	  --output-dir="$(ARTIFACTS)" --json-report=ginkgo-report.json \
-	  $(GINKGO_ARGS) ./suites/routing -- -e2e.config="$(CURDIR)/$(E2E_CONFIG)" -e2e.artifacts="$(ARTIFACTS)" \
-	  || { rc=$$?; echo "report: $(ARTIFACTS)/qualification.html"; exit $$rc; }
-	@echo "report: $(ARTIFACTS)/qualification.html (also qualification.md, report.json, junit.xml)"
+e2e-runner: ## build bin/e2e, the suite runner that e2e, qualify and repeat use
+	@echo "e2e: compiling the suite runner (cmd/e2e)"
+	@$(GO) build -o bin/e2e ./cmd/e2e
+
+e2e: e2e-runner ## run the routing suite on E2E_TARGET (sim, kube, kind); prints a summary and where the report is
+	@bin/e2e run $(E2E_FLAGS)
+
+qualify: e2e-runner ## the documented and extended claims, bundled: make qualify VERSION=v0.9.0 [BASELINE=artifacts/qualification-v0.8.0.tar.gz]
+	@if [ -z "$(VERSION)" ]; then echo "qualify: set VERSION to the operator version qualified, e.g. make qualify VERSION=v0.9.0"; exit 2; fi
+	@bin/e2e qualify $(E2E_FLAGS) -version='$(VERSION)' -baseline='$(BASELINE)'
+
+repeat: e2e-runner ## run the suite N times (N=20) and name the flaky specs: "runs: 20, flaky specs: 0"
+	@bin/e2e repeat $(E2E_FLAGS) -n=$(N)
+
+reliability: ## on the sim: Ctrl-C mid-traffic ends within 30 s with a partial report and nothing left running
+	@echo "reliability: interrupting make e2e during traffic"
+	E2E_RELIABILITY=1 $(GO) test -count=1 -timeout 15m -run '^TestInterrupt' -v ./cmd/e2e
 
 test-apiserver: ## the kube target against a real kube-apiserver, in a private network namespace (root; test/apiserver/README.md)
 	@cd test/apiserver && missing=$$($(GO) run ./netns/cmd/missing) && \
@@ -63,8 +80,8 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-report-check: ## render the last qualification.html in headless chromium and check the charts drew
+report-check: ## render the last qualification.html in headless chromium; check the headline, matrix and charts drew
 	bash report/check-render.sh "$(ARTIFACTS)/qualification.html"
 
-clean:
+clean: ## remove artifacts/ and bin/
 	rm -rf "$(ARTIFACTS)" bin

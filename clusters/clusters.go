@@ -152,7 +152,10 @@ func bracketIPv6(ip string) string {
 
 // Environment describes the target for the report and for capability checks.
 type Environment struct {
-	Target            string            `json:"target"` // sim, kube, kind
+	Target string `json:"target"` // sim, kube, kind
+	// Cluster names the cluster for the report: its kubeconfig context or
+	// API server (kube, kind).
+	Cluster           string            `json:"cluster,omitempty"`
 	KubernetesVersion string            `json:"kubernetesVersion,omitempty"`
 	OperatorVersion   string            `json:"operatorVersion,omitempty"`
 	RouterImage       string            `json:"routerImage,omitempty"`

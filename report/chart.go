@@ -4,90 +4,155 @@ import (
 	"fmt"
 	"html"
 	"strings"
+	"unicode/utf8"
 )
 
-// BarFill is the fill of every bar in the split charts. check-render.sh
-// looks for this colour in a headless screenshot to prove the charts drew.
-const BarFill = "#1f77b4"
+// BarFill is the fill of every bar in the charts (Okabe-Ito blue).
+// check-render.sh looks for this colour in a headless screenshot to prove
+// the charts drew.
+const BarFill = "#0072b2"
 
-// chartSVG draws one split as a horizontal bar chart: one bar per replica,
-// its label and its count, scaled to the largest count (or the request
-// total, so an all-on-one split fills the width). Plain SVG, no scripts.
-func chartSVG(s Split) string {
-	const (
-		width    = 470
-		labelW   = 170
-		barMaxW  = 240
-		rowH     = 34
-		barH     = 18
-		top      = 22
-		fontSize = 12
-	)
-	scale := float64(s.Requests)
-	for _, r := range s.Replicas {
-		scale = max(scale, r.Count)
+// Chart is a horizontal bar chart: one bar per labelled value. Any entry
+// that implements Charter is drawn in its claim row.
+type Chart struct {
+	// Title is drawn above the bars, wrapped, never cut.
+	Title string `json:"title"`
+	// Caption is a line under the chart: what was counted and how.
+	Caption string `json:"caption,omitempty"`
+	// Scale is the value that fills the bar width (e.g. the requests sent,
+	// so an all-on-one split fills it); 0 scales to the largest bar.
+	Scale float64 `json:"scale,omitempty"`
+	// Unit follows each value, e.g. "ms".
+	Unit string `json:"unit,omitempty"`
+	Bars []Bar  `json:"bars"`
+}
+
+// Bar is one labelled value.
+type Bar struct {
+	// Label is the full name (a Pod name, a concurrency level).
+	Label string `json:"label"`
+	// Detail is a second, smaller line under the label (an address).
+	Detail string  `json:"detail,omitempty"`
+	Value  float64 `json:"value"`
+}
+
+// Chart geometry: the labels sit on their own line above each bar, so a
+// full Pod name and address never compete with the bar for width.
+const (
+	chartWidth    = 560
+	chartBarMaxW  = 440
+	chartFontSize = 12
+	chartLineH    = 16
+	chartBarH     = 16
+	chartWrapAt   = 76 // characters of title per line at this width
+)
+
+func (c Chart) scale() float64 {
+	s := c.Scale
+	for _, b := range c.Bars {
+		s = max(s, b.Value)
 	}
-	height := top + rowH*max(len(s.Replicas), 1) + 8
+	return s
+}
+
+func (c Chart) value(v float64) string {
+	if c.Unit == "" {
+		return formatNumber(v)
+	}
+	return formatNumber(v) + " " + c.Unit
+}
+
+// SVG draws the chart as inline SVG with every text escaped; a <title>
+// repeats each bar's full label as a tooltip.
+func (c Chart) SVG() string {
+	title := wrap(c.Title, chartWrapAt)
+	top := chartLineH*len(title) + 6
+	rowH := chartLineH + chartBarH + 10
+	for _, b := range c.Bars {
+		if b.Detail != "" {
+			rowH = 2*chartLineH + chartBarH + 10
+			break
+		}
+	}
+	height := top + rowH*max(len(c.Bars), 1)
+	scale := c.scale()
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
-		width, height, width, height, html.EscapeString(s.Pair+" "+s.Title))
-	fmt.Fprintf(&b, `<text x="0" y="14" font-size="%d" font-family="sans-serif" font-weight="bold">%s</text>`,
-		fontSize, html.EscapeString(truncate(s.Title, 70)))
-	for i, r := range s.Replicas {
+		chartWidth, height, chartWidth, height, html.EscapeString(c.Title))
+	fmt.Fprintf(&b, `<title>%s</title>`, html.EscapeString(c.Title))
+	for i, line := range title {
+		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="%d" font-family="sans-serif" font-weight="bold">%s</text>`,
+			chartLineH*(i+1)-3, chartFontSize, html.EscapeString(line))
+	}
+	for i, bar := range c.Bars {
 		y := top + i*rowH
 		w := 0
 		if scale > 0 {
-			w = int(float64(barMaxW) * r.Count / scale)
+			w = int(float64(chartBarMaxW) * bar.Value / scale)
 		}
-		// Pod names share the deployment's prefix; their tails tell them apart.
+		fmt.Fprintf(&b, `<g><title>%s</title>`, html.EscapeString(strings.TrimSpace(bar.Label+" "+bar.Detail)))
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="%d" font-family="monospace">%s</text>`,
-			y+11, fontSize-1, html.EscapeString(tail(r.Replica, 24)))
-		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="%d" font-family="monospace" fill="#666">%s</text>`,
-			y+24, fontSize-2, html.EscapeString(tail(r.Address, 26)))
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" shape-rendering="crispEdges"/>`,
-			labelW, y, w, barH, BarFill)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="%d" font-family="sans-serif">%s</text>`,
-			labelW+w+6, y+barH-4, fontSize, formatNumber(r.Count))
+			y+chartLineH-4, chartFontSize-1, html.EscapeString(bar.Label))
+		if bar.Detail != "" {
+			y += chartLineH
+			fmt.Fprintf(&b, `<text x="0" y="%d" font-size="%d" font-family="monospace" fill="#555">%s</text>`,
+				y+chartLineH-4, chartFontSize-2, html.EscapeString(bar.Detail))
+		}
+		y += chartLineH
+		fmt.Fprintf(&b, `<rect x="0" y="%d" width="%d" height="%d" fill="%s" shape-rendering="crispEdges"/>`,
+			y, w, chartBarH, BarFill)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="%d" font-family="sans-serif">%s</text></g>`,
+			w+6, y+chartBarH-4, chartFontSize, html.EscapeString(c.value(bar.Value)))
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
 }
 
-// textBars is the Markdown stand-in for a chart: one bar of block
-// characters per replica.
-func textBars(s Split) string {
-	scale := float64(s.Requests)
-	for _, r := range s.Replicas {
-		scale = max(scale, r.Count)
+// Text is the Markdown stand-in for the chart: the title, then one line
+// per bar with its full label and a bar of block characters.
+func (c Chart) Text() string {
+	const barW = 40
+	scale := c.scale()
+	labelW := 0
+	for _, bar := range c.Bars {
+		labelW = max(labelW, utf8.RuneCountInString(barLabel(bar)))
 	}
 	var b strings.Builder
 	b.WriteString("```\n")
-	for _, r := range s.Replicas {
+	for _, bar := range c.Bars {
 		n := 0
 		if scale > 0 {
-			n = int(40 * r.Count / scale)
+			n = int(barW * bar.Value / scale)
 		}
+		label := barLabel(bar)
 		// Pad by characters: the block character is three bytes.
-		fmt.Fprintf(&b, "%-24s %-24s %s%s %s\n", tail(r.Replica, 24), tail(r.Address, 24),
-			strings.Repeat("█", n), strings.Repeat(" ", 40-n), formatNumber(r.Count))
+		fmt.Fprintf(&b, "%s%s %s%s %s\n", label, strings.Repeat(" ", labelW-utf8.RuneCountInString(label)),
+			strings.Repeat("█", n), strings.Repeat(" ", barW-n), c.value(bar.Value))
 	}
 	b.WriteString("```\n")
 	return b.String()
 }
 
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
+func barLabel(b Bar) string { return strings.TrimSpace(b.Label + " " + b.Detail) }
 
-// tail keeps the last n characters, marking the cut.
-func tail(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+// wrap breaks s at spaces into lines of at most n characters; a word longer
+// than n gets a line of its own, whole.
+func wrap(s string, n int) []string {
+	var lines []string
+	var cur string
+	for _, w := range strings.Fields(s) {
+		switch {
+		case cur == "":
+			cur = w
+		case utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(w) <= n:
+			cur += " " + w
+		default:
+			lines = append(lines, cur)
+			cur = w
+		}
 	}
-	return "…" + string(r[len(r)-n+1:])
+	if cur != "" || len(lines) == 0 {
+		lines = append(lines, cur)
+	}
+	return lines
 }

@@ -1,17 +1,26 @@
 // Package report turns Ginkgo's report of a suite run into the
 // qualification report a release manager signs off: artifacts/junit.xml,
-// report.json, qualification.md and qualification.html (an environment
-// block, one table per documented claim with the documented outcome beside
-// the measured one for each router/engine pair, PASS/FAIL/SKIP with reasons,
-// and a bar chart per measured split as inline SVG).
+// report.json, qualification.md and qualification.html. All four are
+// rendered from one Report value, so they carry the same facts: a headline
+// naming the target and the coverage, a claims × pairs matrix, every skip
+// and failure with its reason, the environment block with the run's GPU
+// cost, one table per claim with what the operator's docs say beside what
+// this run measured, and the evidence (collapsed) with bar charts.
 //
 // Specs attach evidence with Record (AddReportEntry under the names and
-// JSON shapes defined here), so the specs and the report agree on them.
+// JSON shapes defined here), so the specs and the report agree on them. A
+// new kind of evidence is a type with an EntryName, registered in
+// entryTypes (registry.go); it renders without further code when it
+// implements Describer (its line in the claim row and the spec list) and,
+// for bars, Charter.
 package report
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
@@ -63,6 +72,11 @@ func (c Claim) String() string {
 	return fmt.Sprintf("%s %s: expected %s; measured %s", c.Claim, c.Pair, c.Expected, c.Measured)
 }
 
+// Describe implements Describer.
+func (c Claim) Describe() string {
+	return fmt.Sprintf("claim: docs say %s; this run measured %s", c.Expected, c.Measured)
+}
+
 // Split is a per-replica distribution of requests measured by engine-side
 // counter deltas (one bar chart each).
 type Split struct {
@@ -93,7 +107,28 @@ func (s Split) String() string {
 	return fmt.Sprintf("%s %s: %s by %s (%d requests, %d failed); expected %s", s.Pair, s.Title, s.Counts(), s.Source, s.Requests, s.Failures, s.Expected)
 }
 
+// Describe implements Describer.
+func (s Split) Describe() string {
+	return fmt.Sprintf("split %s: %s by %s (%d requests, %d failed)", s.Title, s.Counts(), s.Source, s.Requests, s.Failures)
+}
+
+// Charts implements Charter: one bar per replica, labelled with its full
+// Pod name and address, scaled to the request total.
+func (s Split) Charts() []Chart {
+	c := Chart{
+		Title:   s.Pair + ": " + s.Title,
+		Caption: fmt.Sprintf("%d requests, %d failed, counted by %s; docs: %s", s.Requests, s.Failures, s.Source, s.Expected),
+		Scale:   float64(s.Requests),
+	}
+	for _, r := range s.Replicas {
+		c.Bars = append(c.Bars, Bar{Label: r.Replica, Detail: r.Address, Value: r.Count})
+	}
+	return []Chart{c}
+}
+
 // Counts returns the counts in replica order, formatted as "60/60".
+//
+// It is the measured split in the claim tables and the baseline diff.
 func (s Split) Counts() string {
 	out := ""
 	for i, r := range s.Replicas {
@@ -129,6 +164,14 @@ func (m MetricDelta) String() string {
 	return s
 }
 
+// Describe implements Describer.
+func (m MetricDelta) Describe() string { return "metric " + m.String() }
+
+// SeriesKeys implements SeriesSource.
+func (m MetricDelta) SeriesKeys() []string {
+	return []string{seriesKey(m.Metric, slices.Sorted(maps.Keys(m.Labels)))}
+}
+
 // Banner is the router startup line a spec matched.
 type Banner struct {
 	Claim    string `json:"claim"`
@@ -140,6 +183,10 @@ type Banner struct {
 
 // EntryName implements Entry.
 func (Banner) EntryName() string { return EntryBanner }
+
+// Describe implements Describer; ANSI escapes are removed whoever recorded
+// the line.
+func (b Banner) Describe() string { return "banner: " + stripANSI(b.Line) }
 
 // Series is the label values of a router series, against the replicas.
 type Series struct {
@@ -157,6 +204,30 @@ type Series struct {
 // EntryName implements Entry.
 func (Series) EntryName() string { return EntrySeries }
 
+// Describe implements Describer. A series without a per-worker label (or one that
+// was not found) says so instead of printing empty braces.
+func (s Series) Describe() string {
+	switch {
+	case s.Samples == 0 && len(s.Values) == 0:
+		return fmt.Sprintf("series %s: not found in the router's scrape", s.Metric)
+	case s.Label == "":
+		return fmt.Sprintf("series %s: %d series (no per-worker label)", s.Metric, s.Samples)
+	}
+	return fmt.Sprintf("series %s{%s}: %s (replicas: %s)", s.Metric, s.Label, orNone(strings.Join(s.Values, ", ")), orNone(strings.Join(s.Replicas, ", ")))
+}
+
+// SeriesKeys implements SeriesSource.
+func (s Series) SeriesKeys() []string {
+	if s.Samples == 0 && len(s.Values) == 0 {
+		return nil
+	}
+	var labels []string
+	if s.Label != "" {
+		labels = []string{s.Label}
+	}
+	return []string{seriesKey(s.Metric, labels)}
+}
+
 // Admission is one create attempt and the webhook's answer.
 type Admission struct {
 	Claim   string   `json:"claim"`
@@ -169,6 +240,19 @@ type Admission struct {
 
 // EntryName implements Entry.
 func (Admission) EntryName() string { return EntryAdmission }
+
+// Describe implements Describer.
+func (a Admission) Describe() string {
+	args := strings.Join(a.Args, " ")
+	if !a.Refused {
+		return fmt.Sprintf("admission %q admitted", args)
+	}
+	msg := firstLines(stripANSI(a.Message), 1)
+	if a.Field != "" {
+		return fmt.Sprintf("admission %q refused at %s: %s", args, a.Field, msg)
+	}
+	return fmt.Sprintf("admission %q refused: %s", args, msg)
+}
 
 // RouterExit is how a router stopped at startup.
 type RouterExit struct {
@@ -186,6 +270,15 @@ type RouterExit struct {
 
 // EntryName implements Entry.
 func (RouterExit) EntryName() string { return EntryRouterExit }
+
+// Describe implements Describer.
+func (x RouterExit) Describe() string {
+	code := "none"
+	if x.ExitCode != nil {
+		code = fmt.Sprint(*x.ExitCode)
+	}
+	return fmt.Sprintf("router with --policy %s: exit %s, restarts %d, ready %v, RouterReady %s", x.Value, code, x.Restarts, x.Ready, x.RouterReady)
+}
 
 // DeploymentCost is one ModelDeployment the suite created and what it held
 // of the target, read when it was deleted (or when its last spec ended, if
@@ -205,6 +298,15 @@ type DeploymentCost struct {
 // EntryName implements Entry.
 func (DeploymentCost) EntryName() string { return EntryDeploymentCost }
 
+// Describe implements Describer.
+func (x DeploymentCost) Describe() string {
+	if x.Cost == nil {
+		return fmt.Sprintf("deployment %s: cost not counted: %s", x.Name, x.Error)
+	}
+	return fmt.Sprintf("deployment %s: %d engine Pods started, %d Ready, %s accelerator-seconds", x.Name,
+		x.Cost.EnginePodsStarted, x.Cost.EnginePodsReady, formatNumber(x.Cost.AcceleratorSeconds))
+}
+
 // PickerSeed is the seed an llm-d router Pod's EPP gave its max-score
 // picker's random tie-break: with it the sim reproduces a split exactly.
 type PickerSeed struct {
@@ -216,6 +318,9 @@ type PickerSeed struct {
 
 // EntryName implements Entry.
 func (PickerSeed) EntryName() string { return EntryPickerSeed }
+
+// Describe implements Describer.
+func (p PickerSeed) Describe() string { return p.String() }
 
 func (p PickerSeed) String() string {
 	return fmt.Sprintf("router Pod %s: EPP tie-break seed %d", p.Pod, p.Seed)

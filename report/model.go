@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
@@ -17,10 +19,35 @@ import (
 
 // Results of a spec, a claim row and the run.
 const (
-	ResultPass   = "PASS"
-	ResultFail   = "FAIL"
-	ResultSkip   = "SKIP"
-	ResultNotRun = "NOT RUN"
+	ResultPass = "PASS"
+	ResultFail = "FAIL"
+	ResultSkip = "SKIP"
+	// ResultNotApplicable is a spec or claim row whose claim the operator's
+	// docs say does not apply to the pair (a skip that is not a shortfall).
+	ResultNotApplicable = "N/A"
+	ResultNotRun        = "NOT RUN"
+)
+
+// Outcomes of the run, as the headline says them.
+const (
+	OutcomePassed      = "passed"
+	OutcomeFailed      = "failed"
+	OutcomeInterrupted = "interrupted"
+	// OutcomeDidNotRun: the suite stopped before any spec (a config error,
+	// an unreachable cluster, a failed BeforeSuite).
+	OutcomeDidNotRun = "did-not-run"
+)
+
+// SchemaVersion is the version of report.json's shape. Readers (the
+// baseline diff, hack/gpucheck) refuse a report whose version they do not
+// know. Version 1 had no schemaVersion field.
+const SchemaVersion = 2
+
+// Target names as e2e.yaml spells them.
+const (
+	TargetSim  = "sim"
+	TargetKube = "kube"
+	TargetKind = "kind"
 )
 
 // Meta is what the report needs beyond Ginkgo's report: the target's
@@ -28,34 +55,66 @@ const (
 type Meta struct {
 	Environment clusters.Environment
 	Config      *config.Config
+	// Target is the target asked for, used when the config did not load
+	// (E2E_TARGET); empty: the config's or the environment's.
+	Target string
+	// RepoRoot is the repository the docs/ links point into; Write links
+	// to it relative to the artifacts directory. Empty: links are written
+	// relative to the repository root (docs/...).
+	RepoRoot string
 }
 
-// Report is report.json: the qualification report as data.
+// Report is report.json: the qualification report as data. Markdown, HTML
+// and JUnit are rendered from it alone.
 type Report struct {
-	APIVersion    string       `json:"apiVersion"`
-	Kind          string       `json:"kind"`
-	Suite         string       `json:"suite"`
-	Result        string       `json:"result"`
-	StartTime     time.Time    `json:"startTime"`
-	EndTime       time.Time    `json:"endTime"`
-	WallTime      string       `json:"wallTime"`
-	WallSeconds   float64      `json:"wallSeconds"`
-	SuiteFailures []string     `json:"suiteFailures,omitempty"`
-	Environment   Environment  `json:"environment"`
-	Statistics    Statistics   `json:"statistics"`
-	Claims        []ClaimTable `json:"claims"`
+	SchemaVersion int    `json:"schemaVersion"`
+	APIVersion    string `json:"apiVersion"`
+	Kind          string `json:"kind"`
+	Suite         string `json:"suite"`
+	// Headline is the report's first line: the target and the coverage, or
+	// why the suite did not run.
+	Headline string `json:"headline"`
+	// Outcome is one of the Outcome* values.
+	Outcome string `json:"outcome"`
+	// Result is PASS only when the suite succeeded.
+	Result string `json:"result"`
+	// Interrupted marks a partial report (Ctrl-C, the suite timeout).
+	Interrupted bool      `json:"interrupted,omitempty"`
+	StartTime   time.Time `json:"startTime"`
+	EndTime     time.Time `json:"endTime"`
+	WallTime    string    `json:"wallTime"`
+	WallSeconds float64   `json:"wallSeconds"`
+	// SuiteFailures are failures outside any spec, in plain text.
+	SuiteFailures []string    `json:"suiteFailures,omitempty"`
+	Environment   Environment `json:"environment"`
+	Statistics    Statistics  `json:"statistics"`
+	// Pairs are the matrix's columns, in documented order.
+	Pairs  []string     `json:"pairs"`
+	Claims []ClaimTable `json:"claims"`
+	// Verdicts are one line per pair over every claim.
+	Verdicts []Verdict `json:"verdicts"`
 	// Splits lists every measured split; those of a claim row also appear in it.
 	Splits []SplitResult `json:"splits"`
 	// OtherSplits are splits of specs outside the documented claim tables.
 	OtherSplits []SplitResult `json:"otherSplits,omitempty"`
+	// Series are the metric series the evidence names, per claim and pair.
+	Series []SeriesSeen `json:"series,omitempty"`
 	// Sweeps are the concurrency sweeps measured (split against concurrency).
 	Sweeps []SweepResult `json:"sweeps,omitempty"`
 	Specs  []SpecResult  `json:"specs"`
+	// Baseline is the comparison with an earlier run (make qualify BASELINE=).
+	Baseline *Diff `json:"baseline,omitempty"`
+
+	// linkBase prefixes the docs/ links (see Meta.RepoRoot).
+	linkBase string
 }
 
 // Environment is the block at the top of the report.
 type Environment struct {
-	Target            string       `json:"target"`
+	Target string `json:"target"`
+	// Cluster names the cluster (kube, kind): its kubeconfig context or
+	// API server.
+	Cluster           string       `json:"cluster,omitempty"`
 	KubernetesVersion string       `json:"kubernetesVersion,omitempty"`
 	OperatorVersion   string       `json:"operatorVersion,omitempty"`
 	GPU               string       `json:"gpu,omitempty"`
@@ -72,6 +131,15 @@ type Environment struct {
 	Notes             []string     `json:"notes,omitempty"`
 	// Cost is what the run's deployments held of the target.
 	Cost CostSummary `json:"cost"`
+	// Block is the environment as the report shows it: ordered, each fact
+	// once.
+	Block []EnvRow `json:"block"`
+}
+
+// EnvRow is one line of the environment block.
+type EnvRow struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // CostSummary adds up the DeploymentCost entries of the run: on a GPU
@@ -85,6 +153,9 @@ type CostSummary struct {
 	EnginePodsStarted  *int     `json:"enginePodsStarted,omitempty"`
 	EnginePodsReady    *int     `json:"enginePodsReady,omitempty"`
 	AcceleratorSeconds *float64 `json:"acceleratorSeconds,omitempty"`
+	// AcceleratorSecondsNotApplicable says why no accelerator-seconds are
+	// given on a target that holds none (the simulator): not a measured 0.
+	AcceleratorSecondsNotApplicable string `json:"acceleratorSecondsNotApplicable,omitempty"`
 	// NotCounted says why figures are missing, one line per distinct reason.
 	NotCounted []string `json:"notCounted,omitempty"`
 }
@@ -96,13 +167,16 @@ type EngineInfo struct {
 	Image   string `json:"image,omitempty"`
 }
 
-// Statistics counts specs by result.
+// Statistics counts specs by result. Skipped includes NotApplicable.
 type Statistics struct {
-	Total   int `json:"total"`
-	Passed  int `json:"passed"`
-	Failed  int `json:"failed"`
-	Skipped int `json:"skipped"`
-	Pending int `json:"pending"`
+	Total         int `json:"total"`
+	Passed        int `json:"passed"`
+	Failed        int `json:"failed"`
+	Skipped       int `json:"skipped"`
+	NotApplicable int `json:"notApplicable"`
+	// NotSelected are skipped specs the filters left out.
+	NotSelected int `json:"notSelected"`
+	Pending     int `json:"pending"`
 }
 
 // ClaimTable is one documented claim: a row per pair.
@@ -111,22 +185,36 @@ type ClaimTable struct {
 	Title string `json:"title"`
 	// Kind is documented (the routing page), extended (derived from the
 	// routers' algorithms) or resilience (a fault and its derived bounds).
-	Kind   string     `json:"kind"`
-	Source string     `json:"source"`
-	Result string     `json:"result"`
-	Rows   []ClaimRow `json:"rows"`
+	Kind string `json:"kind"`
+	// Source is expect.yaml's source: docs/<page>.md#<anchor>, comma-separated.
+	Source string `json:"source"`
+	// Sources are Source's links, one each.
+	Sources []string   `json:"sources"`
+	Anchor  string     `json:"anchor"`
+	Result  string     `json:"result"`
+	Rows    []ClaimRow `json:"rows"`
 }
 
-// ClaimRow is the documented outcome beside the measured one for one pair.
+// ClaimRow is what the operator's docs say beside what this run measured,
+// for one pair: one cell of the matrix.
 type ClaimRow struct {
-	Pair     string   `json:"pair"`
-	Expected string   `json:"expected"`
+	Pair string `json:"pair"`
+	// Anchor is the row's id in the HTML page; the matrix cell links to it.
+	Anchor string `json:"anchor"`
+	// Expected is what the operator's docs say, figures from their own GPU
+	// run included (never this run's).
+	Expected string `json:"expected"`
+	// Measured is what this run measured.
 	Measured []string `json:"measured,omitempty"`
 	Result   string   `json:"result"`
 	Reasons  []string `json:"reasons,omitempty"`
 	Specs    []string `json:"specs,omitempty"`
-	// Splits are the splits measured for this row, drawn beside it.
+	// Splits are the splits measured for this row.
 	Splits []SplitResult `json:"splits,omitempty"`
+	// Charts are drawn in the row: its splits and any other Charter evidence.
+	Charts []Chart `json:"charts,omitempty"`
+	// Evidence is every entry of the row's specs, one line each.
+	Evidence []string `json:"evidence,omitempty"`
 }
 
 // SplitResult is a Split entry with the result of the spec that measured it.
@@ -136,15 +224,28 @@ type SplitResult struct {
 	Result string `json:"result"`
 }
 
+// SeriesSeen is one metric series some evidence of a claim and pair names.
+type SeriesSeen struct {
+	Claim string `json:"claim"`
+	Pair  string `json:"pair"`
+	// Key is "metric{label,...}", label names only.
+	Key string `json:"key"`
+}
+
 // SpecResult is one spec.
 type SpecResult struct {
-	Name           string   `json:"name"`
-	Claim          string   `json:"claim,omitempty"`
-	Pair           string   `json:"pair,omitempty"`
-	Labels         []string `json:"labels"`
-	Result         string   `json:"result"`
-	State          string   `json:"state"`
-	Reason         string   `json:"reason,omitempty"`
+	Name string `json:"name"`
+	// Text is the spec's text without its pair.
+	Text   string   `json:"text,omitempty"`
+	Claim  string   `json:"claim,omitempty"`
+	Pair   string   `json:"pair,omitempty"`
+	Labels []string `json:"labels"`
+	Result string   `json:"result"`
+	State  string   `json:"state"`
+	// Reason is the one-line cause of a failure or skip, in plain text.
+	Reason string `json:"reason,omitempty"`
+	// Failure is the whole failure message, in plain text.
+	Failure        string   `json:"failure,omitempty"`
 	Location       string   `json:"location,omitempty"`
 	RunTimeSeconds float64  `json:"runTimeSeconds"`
 	Process        int      `json:"process"`
@@ -153,6 +254,8 @@ type SpecResult struct {
 	claimIndex, pairIndex int
 	splits                []Split
 	claims                []Claim
+	charts                []Chart
+	series                []string
 	sweeps                []Sweep
 }
 
@@ -164,48 +267,51 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 		return nil, err
 	}
 	out := &Report{
-		APIVersion:  "routing-conformance.gpustack.ai/v1",
-		Kind:        "QualificationReport",
-		Suite:       r.SuiteDescription,
-		Result:      ResultFail,
-		StartTime:   r.StartTime.UTC(),
-		EndTime:     r.EndTime.UTC(),
-		WallTime:    r.RunTime.Round(time.Millisecond).String(),
-		WallSeconds: r.RunTime.Seconds(),
-		Environment: environment(r, meta),
+		SchemaVersion: SchemaVersion,
+		APIVersion:    "routing-conformance.gpustack.ai/v1",
+		Kind:          "QualificationReport",
+		Suite:         r.SuiteDescription,
+		Result:        ResultFail,
+		StartTime:     r.StartTime.UTC(),
+		EndTime:       r.EndTime.UTC(),
+		WallTime:      r.RunTime.Round(time.Millisecond).String(),
+		WallSeconds:   r.RunTime.Seconds(),
+		Environment:   environment(r, meta),
 	}
 	if r.SuiteSucceeded {
 		out.Result = ResultPass
 	}
-	out.SuiteFailures = append(out.SuiteFailures, r.SpecialSuiteFailureReasons...)
-	out.Environment.Cost = costSummary(r)
+	var setupFailed bool
+	for _, reason := range r.SpecialSuiteFailureReasons {
+		if interruption(reason) {
+			out.Interrupted = true
+		}
+		out.SuiteFailures = appendUnique(out.SuiteFailures, suiteReason(reason))
+	}
+	out.Environment.Cost = costSummary(r, out.Environment.Target)
+	// Suite-level nodes (BeforeSuite, ReportAfterSuite...) only matter when
+	// they fail; read first, as they change what an unrun spec's reason is.
 	for _, sr := range r.SpecReports {
-		if !sr.LeafNodeType.Is(types.NodeTypeIt) {
-			// Suite-level nodes (BeforeSuite, ReportAfterSuite...) only matter when they fail.
-			if sr.State.Is(types.SpecStateFailureStates) {
-				// Every process reports the same setup failure once.
-				out.SuiteFailures = appendUnique(out.SuiteFailures, fmt.Sprintf("%s: %s", sr.LeafNodeType, firstLines(sr.Failure.Message, 3)))
-			}
+		if sr.LeafNodeType.Is(types.NodeTypeIt) || !sr.State.Is(types.SpecStateFailureStates) || sr.State.Is(types.SpecStateInterrupted) {
 			continue
 		}
-		s := specResult(sr)
-		out.Specs = append(out.Specs, s)
-		switch s.Result {
-		case ResultPass:
-			out.Statistics.Passed++
-		case ResultFail:
-			out.Statistics.Failed++
-		case ResultSkip:
-			out.Statistics.Skipped++
+		if sr.LeafNodeType.Is(types.NodeTypeBeforeSuite | types.NodeTypeSynchronizedBeforeSuite) {
+			setupFailed = true
 		}
-		if sr.State == types.SpecStatePending {
-			out.Statistics.Pending++
+		out.SuiteFailures = appendUnique(out.SuiteFailures, suiteFailureLine(sr))
+	}
+	chosen := selection(r.SuiteConfig)
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType.Is(types.NodeTypeIt) {
+			out.Specs = append(out.Specs, specResult(sr, expect, runState{interrupted: out.Interrupted, setupFailed: setupFailed, selected: chosen(sr)}))
 		}
 	}
-	out.Statistics.Total = len(out.Specs)
+	out.SuiteFailures = dropEchoes(out.SuiteFailures)
+	out.Statistics = statistics(out.Specs, r)
 	slices.SortStableFunc(out.Specs, func(a, b SpecResult) int {
 		return cmp.Or(cmp.Compare(a.claimIndex, b.claimIndex), cmp.Compare(a.pairIndex, b.pairIndex), strings.Compare(a.Name, b.Name))
 	})
+	seen := map[SeriesSeen]bool{}
 	for _, s := range out.Specs {
 		for _, sp := range s.splits {
 			sr := SplitResult{Split: sp, Spec: s.Name, Result: s.Result}
@@ -217,17 +323,123 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 		for _, sw := range s.sweeps {
 			out.Sweeps = append(out.Sweeps, SweepResult{Sweep: sw, Spec: s.Name, Result: s.Result})
 		}
+		for _, k := range s.series {
+			if ss := (SeriesSeen{Claim: s.Claim, Pair: s.Pair, Key: k}); !seen[ss] {
+				seen[ss] = true
+				out.Series = append(out.Series, ss)
+			}
+		}
+	}
+	slices.SortFunc(out.Series, func(a, b SeriesSeen) int {
+		return cmp.Or(strings.Compare(a.Claim, b.Claim), strings.Compare(a.Pair, b.Pair), strings.Compare(a.Key, b.Key))
+	})
+	for _, p := range fixtures.DocumentedPairs {
+		out.Pairs = append(out.Pairs, p.String())
 	}
 	for _, name := range expect.Names() {
 		c, _ := expect.Claim(name)
-		out.Claims = append(out.Claims, claimTable(c, out.Specs))
+		out.Claims = append(out.Claims, claimTable(c, out.Specs, out.Interrupted || setupFailed))
 	}
+	switch {
+	case setupFailed || (len(out.SuiteFailures) > 0 && out.Statistics.Passed+out.Statistics.Failed == 0 && !out.Interrupted):
+		out.Outcome = OutcomeDidNotRun
+	case out.Interrupted:
+		out.Outcome = OutcomeInterrupted
+	case r.SuiteSucceeded:
+		out.Outcome = OutcomePassed
+	default:
+		out.Outcome = OutcomeFailed
+	}
+	out.Headline = headline(out)
+	out.Verdicts = verdicts(out)
+	out.Environment.Block = envBlock(out)
 	return out, nil
+}
+
+// interruption reports whether Ginkgo's special failure reason means the
+// run was cut short: Ctrl-C, another process's interrupt, the suite timeout.
+func interruption(reason string) bool {
+	return strings.HasPrefix(reason, "Interrupted") || reason == "Suite Timeout Elapsed"
+}
+
+// suiteReason words Ginkgo's special failure reasons for a release manager.
+func suiteReason(reason string) string {
+	switch {
+	case reason == "Interrupted by User":
+		return "interrupted by the user (Ctrl-C): the report is partial"
+	case strings.HasPrefix(reason, "Interrupted"):
+		return strings.ToLower(reason[:1]) + reason[1:] + ": the report is partial"
+	case reason == "Suite Timeout Elapsed":
+		return "the suite timeout (GINKGO_TIMEOUT) elapsed: the report is partial"
+	case reason == "Detected no specs ran and --fail-on-empty is set":
+		return "no spec ran: the label filter, focus or skip selected none"
+	}
+	return stripANSI(reason)
+}
+
+// proc1Failed is in the message every other process gives for a
+// SynchronizedBeforeSuite that failed on process 1.
+const proc1Failed = "failed on Ginkgo parallel process #1"
+
+// suiteFailureLine is a failed suite-level node's cause in plain text.
+func suiteFailureLine(sr types.SpecReport) string {
+	msg := strings.TrimSpace(stripANSI(sr.Failure.Message))
+	what := "suite setup failed"
+	if !sr.LeafNodeType.Is(types.NodeTypeBeforeSuite | types.NodeTypeSynchronizedBeforeSuite) {
+		what = strings.Trim(sr.LeafNodeType.String(), "[]") + " failed"
+		if sr.LeafNodeText != "" {
+			what += " (" + sr.LeafNodeText + ")"
+		}
+	}
+	return what + ": " + cmp.Or(firstLines(msg, 3), "no message")
+}
+
+// dropEchoes removes the other processes' "failed on process #1" when
+// process 1's own cause is in the list.
+func dropEchoes(list []string) []string {
+	var own, out []string
+	for _, l := range list {
+		if !strings.Contains(l, proc1Failed) {
+			own = append(own, l)
+		}
+	}
+	if len(own) == len(list) || len(own) == 0 {
+		return list
+	}
+	out = append(out, own...)
+	return out
+}
+
+func statistics(specs []SpecResult, r types.Report) Statistics {
+	st := Statistics{Total: len(specs)}
+	for _, s := range specs {
+		switch s.Result {
+		case ResultPass:
+			st.Passed++
+		case ResultFail:
+			st.Failed++
+		case ResultNotApplicable:
+			st.Skipped++
+			st.NotApplicable++
+		default:
+			st.Skipped++
+			if s.Reason == NotSelected {
+				st.NotSelected++
+			}
+		}
+	}
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType.Is(types.NodeTypeIt) && sr.State == types.SpecStatePending {
+			st.Pending++
+		}
+	}
+	return st
 }
 
 func environment(r types.Report, meta Meta) Environment {
 	env := Environment{
-		Target:            meta.Environment.Target,
+		Target:            cmp.Or(meta.Environment.Target, meta.Target),
+		Cluster:           meta.Environment.Cluster,
 		KubernetesVersion: meta.Environment.KubernetesVersion,
 		OperatorVersion:   meta.Environment.OperatorVersion,
 		GPU:               meta.Environment.GPUProduct,
@@ -266,8 +478,8 @@ func environment(r types.Report, meta Meta) Environment {
 
 // specResult reads one spec: its claim and pair from labels, its result and
 // reason, and its evidence entries.
-func specResult(sr types.SpecReport) SpecResult {
-	claims := fixtures.ClaimNames()
+func specResult(sr types.SpecReport, expect *fixtures.ExpectFile, run runState) SpecResult {
+	claims := expect.Names()
 	labels := slices.Clone(sr.Labels())
 	sort.Strings(labels)
 	s := SpecResult{
@@ -301,12 +513,22 @@ func specResult(sr types.SpecReport) SpecResult {
 	if s.Pair == "" && router != "" && engine != "" {
 		s.Pair = router + "+" + engine
 	}
+	// The pair has a column of its own wherever Text is shown.
+	s.Text = strings.TrimSpace(strings.TrimPrefix(s.Name, s.Pair))
+	msg := strings.TrimSpace(stripANSI(sr.Failure.Message))
 	switch {
 	case sr.State == types.SpecStatePassed:
 		s.Result = ResultPass
 	case sr.State.Is(types.SpecStateFailureStates):
 		s.Result = ResultFail
-		s.Reason = firstLines(sr.Failure.Message, 6)
+		s.Failure = firstLines(msg, 40)
+		s.Reason = firstLines(msg, 1)
+		if sr.State == types.SpecStateInterrupted {
+			s.Reason = "interrupted while running: " + cmp.Or(s.Reason, "the run was stopped")
+		}
+		if s.Reason == "" {
+			s.Reason = sr.State.String() + " with no message"
+		}
 		if loc := sr.Failure.Location; loc.FileName != "" {
 			s.Location = fmt.Sprintf("%s:%d", shortPath(loc.FileName), loc.LineNumber)
 		}
@@ -315,25 +537,45 @@ func specResult(sr types.SpecReport) SpecResult {
 		s.Reason = "pending: the spec is not written yet"
 	default:
 		s.Result = ResultSkip
-		s.Reason = firstLines(sr.Failure.Message, 3)
+		s.Reason = firstLines(msg, 1)
+		s.Failure = firstLines(msg, 40)
 		if s.Reason == "" {
-			s.Reason = "not selected in this run (label filter, focus or skip)"
+			switch {
+			case !run.selected:
+				s.Reason = NotSelected
+			case run.setupFailed:
+				s.Reason = "not run: the suite setup failed (see the headline)"
+			case run.interrupted:
+				s.Reason = "not run: the run was interrupted before this spec"
+			default:
+				s.Reason = "skipped without a reason"
+			}
+		}
+		if s.Failure == s.Reason {
+			s.Failure = ""
+		}
+		if exp, err := expect.Lookup(s.Claim, api.Pair{Router: router, Engine: engine}); err == nil && exp.NotApplicable != "" &&
+			strings.HasPrefix(s.Reason, "not applicable") {
+			s.Result = ResultNotApplicable
 		}
 	}
 	for _, e := range sr.ReportEntries {
 		v, err := decodeKnown(e)
-		switch x := v.(type) {
-		case *Split:
-			if err == nil {
+		if err == nil {
+			switch x := v.(type) {
+			case *Split:
 				s.splits = append(s.splits, *x)
-			}
-		case *Claim:
-			if err == nil {
+			case *Claim:
 				s.claims = append(s.claims, *x)
 			}
-		case *Sweep:
-			if err == nil {
-				s.sweeps = append(s.sweeps, *x)
+			if c, ok := v.(Charter); ok {
+				s.charts = append(s.charts, c.Charts()...)
+			}
+			if k, ok := v.(SeriesSource); ok {
+				s.series = append(s.series, k.SeriesKeys()...)
+			}
+			if sw, ok := v.(*Sweep); ok {
+				s.sweeps = append(s.sweeps, *sw)
 			}
 		}
 		s.Entries = append(s.Entries, entryLine(e, v, err))
@@ -341,92 +583,52 @@ func specResult(sr types.SpecReport) SpecResult {
 	return s
 }
 
-// decodeKnown decodes an entry recorded under one of the Entry* names into a
-// pointer to its type; other entries give nil.
-func decodeKnown(e types.ReportEntry) (any, error) {
-	var v any
-	switch e.Name {
-	case EntryClaim:
-		v = &Claim{}
-	case EntrySplit:
-		v = &Split{}
-	case EntryMetricDelta:
-		v = &MetricDelta{}
-	case EntryBanner:
-		v = &Banner{}
-	case EntrySeries:
-		v = &Series{}
-	case EntryAdmission:
-		v = &Admission{}
-	case EntryRouterExit:
-		v = &RouterExit{}
-	case EntryDeploymentCost:
-		v = &DeploymentCost{}
-	case EntryDisruption:
-		v = &Disruption{}
-	case EntryRouterPods:
-		v = &RouterPods{}
-	case EntrySweep:
-		v = &Sweep{}
-	default:
-		return nil, nil
-	}
-	return v, decodeEntry(e, v)
+// NotSelected is the reason of a spec the label filter, focus or skip left
+// out of the run.
+const NotSelected = "not selected in this run (label filter, focus or skip)"
+
+// runState is what a spec's reason depends on beyond its own report.
+type runState struct {
+	interrupted, setupFailed bool
+	// selected: the run's label filter, focus and skip chose the spec.
+	selected bool
 }
 
-// entryLine renders any entry as one readable line for the spec list, from
-// what decodeKnown made of it.
-func entryLine(e types.ReportEntry, v any, err error) string {
-	switch {
-	case err != nil && (e.Name == EntrySplit || e.Name == EntryClaim):
-		// Missing from the claim tables and charts too.
-		return fmt.Sprintf("unreadable %s entry: %v", e.Name, err)
-	case err != nil:
-		return fmt.Sprintf("%s: unreadable: %v", e.Name, err)
-	case v == nil:
-		return e.Name + ": " + firstLines(e.Value.String(), 1)
+// selection tells the specs the run's filters chose from those they left
+// out, as Ginkgo decides it: the label filter on the spec's labels, focus
+// and skip regular expressions on its full text.
+func selection(c types.SuiteConfig) func(types.SpecReport) bool {
+	var filter types.LabelFilter
+	if c.LabelFilter != "" {
+		filter, _ = types.ParseLabelFilter(c.LabelFilter)
 	}
-	switch x := v.(type) {
-	case *Claim:
-		return fmt.Sprintf("claim: expected %s; measured %s", x.Expected, x.Measured)
-	case *Split:
-		return fmt.Sprintf("split %s: %s by %s (%d requests, %d failed)", x.Title, x.Counts(), x.Source, x.Requests, x.Failures)
-	case *MetricDelta:
-		return "metric " + x.String()
-	case *Sweep:
-		return "sweep " + x.String()
-	case *Banner:
-		return "banner: " + x.Line
-	case *Series:
-		return fmt.Sprintf("series %s{%s}: %s (replicas %s)", x.Metric, x.Label, strings.Join(x.Values, ", "), strings.Join(x.Replicas, ", "))
-	case *Admission:
-		if x.Refused {
-			return fmt.Sprintf("admission %q refused: %s: %s", strings.Join(x.Args, " "), x.Field, x.Message)
+	var focus, skip []*regexp.Regexp
+	for _, f := range c.FocusStrings {
+		if re, err := regexp.Compile(f); err == nil {
+			focus = append(focus, re)
 		}
-		return fmt.Sprintf("admission %q admitted", strings.Join(x.Args, " "))
-	case *RouterExit:
-		code := "none"
-		if x.ExitCode != nil {
-			code = fmt.Sprint(*x.ExitCode)
-		}
-		return fmt.Sprintf("router with --policy %s: exit %s, restarts %d, ready %v, RouterReady %s", x.Value, code, x.Restarts, x.Ready, x.RouterReady)
-	case *Disruption:
-		return "disruption " + x.String()
-	case *RouterPods:
-		return "router Pods " + x.String()
-	case *DeploymentCost:
-		if x.Cost == nil {
-			return fmt.Sprintf("deployment %s: cost not counted: %s", x.Name, x.Error)
-		}
-		return fmt.Sprintf("deployment %s: %d engine Pods started, %d Ready, %s accelerator-seconds", x.Name,
-			x.Cost.EnginePodsStarted, x.Cost.EnginePodsReady, formatNumber(x.Cost.AcceleratorSeconds))
 	}
-	return e.Name
+	for _, f := range c.SkipStrings {
+		if re, err := regexp.Compile(f); err == nil {
+			skip = append(skip, re)
+		}
+	}
+	return func(sr types.SpecReport) bool {
+		if filter != nil && !filter(sr.Labels()) {
+			return false
+		}
+		text := sr.FullText()
+		if len(focus) > 0 && !slices.ContainsFunc(focus, func(re *regexp.Regexp) bool { return re.MatchString(text) }) {
+			return false
+		}
+		return !slices.ContainsFunc(skip, func(re *regexp.Regexp) bool { return re.MatchString(text) })
+	}
 }
 
 // costSummary adds up every DeploymentCost entry of the run, whichever
-// process and node recorded it.
-func costSummary(r types.Report) CostSummary {
+// process and node recorded it. On the simulator no accelerator is held:
+// its accelerator-seconds are not applicable rather than a measured 0.
+func costSummary(r types.Report, target string) CostSummary {
 	var out CostSummary
 	var started, ready int
 	var accel float64
@@ -454,16 +656,22 @@ func costSummary(r types.Report) CostSummary {
 	if len(out.NotCounted) == 0 {
 		out.EnginePodsStarted, out.EnginePodsReady, out.AcceleratorSeconds = &started, &ready, &accel
 	}
+	if target == TargetSim {
+		out.AcceleratorSeconds = nil
+		out.AcceleratorSecondsNotApplicable = "not applicable on the simulator: its engines hold no accelerator"
+	}
 	return out
 }
 
-func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
-	t := ClaimTable{Name: c.Name, Title: c.Title, Kind: c.ClaimKind(), Source: c.Source}
+func claimTable(c fixtures.ClaimExpectations, specs []SpecResult, cutShort bool) ClaimTable {
+	t := ClaimTable{Name: c.Name, Title: c.Title, Kind: c.ClaimKind(), Source: c.Source, Sources: splitSources(c.Source), Anchor: "claim-" + slug(c.Name)}
 	for _, p := range fixtures.DocumentedPairs {
-		row := ClaimRow{Pair: p.String()}
+		row := ClaimRow{Pair: p.String(), Anchor: t.Anchor + "--" + slug(p.String())}
+		var na string
 		for _, e := range c.Pairs {
 			if e.Pair == p.String() {
 				row.Expected = e.Summary
+				na = e.NotApplicable
 			}
 		}
 		var results []string
@@ -479,12 +687,25 @@ func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
 			for _, sp := range s.splits {
 				row.Splits = append(row.Splits, SplitResult{Split: sp, Spec: s.Name, Result: s.Result})
 			}
+			row.Charts = append(row.Charts, s.charts...)
+			row.Evidence = append(row.Evidence, s.Entries...)
 			if s.Reason != "" && s.Result != ResultPass {
 				row.Reasons = appendUnique(row.Reasons, s.Reason)
 			}
 		}
 		row.Result = overall(results)
-		if row.Result == ResultNotRun {
+		switch {
+		case na != "" && row.Result != ResultFail && row.Result != ResultPass:
+			// The docs say the claim does not apply: not a shortfall of the run.
+			row.Result = ResultNotApplicable
+			row.Reasons = []string{"not applicable: " + na}
+		case row.Result == ResultSkip && slices.Equal(row.Reasons, []string{NotSelected}):
+			// Left out by the run's filters (make qualify leaves out the
+			// resilience claims): not run, rather than could not run.
+			row.Result = ResultNotRun
+		case row.Result == ResultNotRun && cutShort:
+			row.Reasons = []string{"not run: the run stopped before this claim and pair"}
+		case row.Result == ResultNotRun:
 			row.Reasons = []string{"no spec for this claim and pair ran in this suite"}
 		}
 		t.Rows = append(t.Rows, row)
@@ -499,14 +720,33 @@ func claimTable(c fixtures.ClaimExpectations, specs []SpecResult) ClaimTable {
 
 // overall is the result of a claim row from its specs' results, or of a
 // claim from its rows': FAIL if any failed, else PASS if any passed, else
-// SKIP if any was skipped, else NOT RUN.
+// SKIP if any was skipped, else N/A if the docs rule every one out, else
+// NOT RUN.
 func overall(results []string) string {
-	for _, r := range []string{ResultFail, ResultPass, ResultSkip} {
+	for _, r := range []string{ResultFail, ResultPass, ResultSkip, ResultNotApplicable} {
 		if slices.Contains(results, r) {
 			return r
 		}
 	}
 	return ResultNotRun
+}
+
+// splitSources reads expect.yaml's comma-separated source field.
+func splitSources(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+var notSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slug is an HTML id fragment: lower case, runs of other characters as "-".
+func slug(s string) string {
+	return strings.Trim(notSlug.ReplaceAllString(strings.ToLower(s), "-"), "-")
 }
 
 func appendUnique(list []string, s string) []string {
@@ -533,8 +773,13 @@ func firstLines(s string, n int) string {
 			continue
 		}
 		if len(out) == n {
-			out = append(out, "...")
+			if n > 1 {
+				out = append(out, "...")
+			}
 			break
+		}
+		if n == 1 {
+			l = strings.TrimSpace(l)
 		}
 		out = append(out, l)
 	}

@@ -35,6 +35,9 @@ type Disruption struct {
 // EntryName implements Entry.
 func (Disruption) EntryName() string { return EntryDisruption }
 
+// Describe implements Describer.
+func (d Disruption) Describe() string { return "disruption " + d.String() }
+
 func (d Disruption) String() string {
 	s := fmt.Sprintf("%s: %d of %d requests failed (bound %d = %s)", d.Action, d.Failed, d.Requests, d.FailedBound, d.Bound)
 	if d.RecoveryBoundSeconds > 0 {
@@ -60,6 +63,9 @@ type RouterPods struct {
 
 // EntryName implements Entry.
 func (RouterPods) EntryName() string { return EntryRouterPods }
+
+// Describe implements Describer.
+func (r RouterPods) Describe() string { return "router Pods " + r.String() }
 
 func (r RouterPods) String() string {
 	return fmt.Sprintf("%s: router Pods %s; engine replicas %s", r.Title, countList(r.Pods), countList(r.Replicas))

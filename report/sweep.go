@@ -76,6 +76,9 @@ func (s Sweep) String() string {
 	return fmt.Sprintf("%s %s: %s; expected %s", s.Pair, s.Title, strings.Join(parts, ", "), s.Expected)
 }
 
+// Describe implements Describer.
+func (s Sweep) Describe() string { return "sweep " + s.String() }
+
 // SweepResult is a Sweep entry with the result of the spec that measured it.
 type SweepResult struct {
 	Sweep
@@ -94,25 +97,27 @@ func sweepMarkdown(s SweepResult) string {
 	b.WriteString("\n")
 	for _, l := range s.Levels {
 		b.WriteString(fmt.Sprintf("c=%d\n", l.Concurrency))
-		b.WriteString(textBars(Split{Requests: l.Requests, Replicas: l.Replicas}))
+		b.WriteString(Split{Requests: l.Requests, Replicas: l.Replicas}.Charts()[0].Text())
 	}
 	return b.String()
 }
 
-// sweepFills colour the replicas' segments; the first is BarFill, which
-// check-render.sh looks for.
-var sweepFills = []string{BarFill, "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"}
+// sweepFills colour the replicas' segments, from the Okabe-Ito palette
+// (told apart with the common colour-vision deficiencies); the first is
+// BarFill, which check-render.sh looks for. The legend names each replica
+// in full.
+var sweepFills = []string{BarFill, "#e69f00", "#cc79a7", "#009e73", "#000000"}
 
 // sweepSVG draws the split against concurrency: one bar per level, split
 // into one segment per replica in proportion to its count.
 func sweepSVG(s Sweep) string {
 	const (
-		width  = 520
-		labelW = 60
-		barW   = 360
-		rowH   = 26
-		barH   = 16
-		top    = 22
+		width    = 520
+		labelW   = 60
+		barW     = 360
+		rowH     = 26
+		barH     = 16
+		firstRow = 22
 	)
 	var names []string
 	for _, l := range s.Levels {
@@ -122,12 +127,18 @@ func sweepSVG(s Sweep) string {
 			}
 		}
 	}
+	// The title wraps, never cut: a line of it per 80 characters.
+	title := wrap(s.Title, 80)
+	top := firstRow + 16*(len(title)-1)
 	legendH := 16 * len(names)
 	height := top + rowH*max(len(s.Levels), 1) + legendH + 8
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		width, height, width, height, html.EscapeString(s.Pair+" "+s.Title))
-	fmt.Fprintf(&b, `<text x="0" y="14" font-size="12" font-family="sans-serif" font-weight="bold">%s</text>`, html.EscapeString(truncate(s.Title, 80)))
+	fmt.Fprintf(&b, `<title>%s</title>`, html.EscapeString(s.Pair+" "+s.Title))
+	for i, line := range title {
+		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="12" font-family="sans-serif" font-weight="bold">%s</text>`, 14+16*i, html.EscapeString(line))
+	}
 	for i, l := range s.Levels {
 		y := top + i*rowH
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-size="11" font-family="monospace">c=%d</text>`, y+12, l.Concurrency)
@@ -150,7 +161,7 @@ func sweepSVG(s Sweep) string {
 	for i, n := range names {
 		y := top + rowH*len(s.Levels) + 16*i
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/>`, labelW, y, sweepFills[i%len(sweepFills)])
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" font-family="monospace">%s</text>`, labelW+14, y+9, html.EscapeString(tail(n, 40)))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" font-family="monospace">%s</text>`, labelW+14, y+9, html.EscapeString(n))
 	}
 	b.WriteString(`</svg>`)
 	return b.String()

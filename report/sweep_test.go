@@ -88,7 +88,42 @@ func TestExtendedClaimTablesSayTheirOutcomeIsDerived(t *testing.T) {
 	if strings.Join(kinds, ",") != "affinity=documented,concurrency=extended" {
 		t.Errorf("kinds %v", kinds)
 	}
-	if md := Markdown(r); !strings.Contains(md, "### Concurrent spread of prefix-sharing chats (extended: expected outcome derived from the routers' algorithms): PASS") {
+	if md := Markdown(r); !strings.Contains(md, "### Concurrent spread of prefix-sharing chats (extended: expected outcome derived from the routers' algorithms): ✓ PASS") {
 		t.Errorf("markdown does not mark the extended claim:\n%s", md)
+	}
+}
+
+// Every kind of claim in expect.yaml heads its expected column with what
+// that column rests on, in the Markdown and the HTML: the docs' own GPU run,
+// a derivation, or derived bounds, never one worded as the other.
+func TestEachClaimKindHeadsItsExpectedColumn(t *testing.T) {
+	r := build(t, syntheticReport(t), meta(t))
+	page, err := HTML(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := Markdown(r)
+	want := map[string]string{fixtures.KindDocumented: colDocs, fixtures.KindExtended: colDerived, fixtures.KindResilience: colBound}
+	seen := map[string]bool{}
+	for _, c := range r.Claims {
+		col, ok := want[c.Kind]
+		if !ok {
+			t.Errorf("claim %s has kind %q, which the report has no heading for", c.Name, c.Kind)
+			continue
+		}
+		seen[c.Kind] = true
+		section := md[strings.Index(md, `<a id="`+c.Anchor+`"></a>`):]
+		if !strings.Contains(firstLines(section, 6), "| Pair | "+col+" | "+colMeasured+" |") {
+			t.Errorf("claim %s (%s): markdown table not headed %q:\n%s", c.Name, c.Kind, col, firstLines(section, 6))
+		}
+		hsec := page[strings.Index(page, `<h3 id="`+c.Anchor+`"`):]
+		if !strings.Contains(hsec[:min(len(hsec), 2000)], "<th>"+col+"</th>") {
+			t.Errorf("claim %s (%s): HTML table not headed %q", c.Name, c.Kind, col)
+		}
+	}
+	for kind := range want {
+		if !seen[kind] {
+			t.Errorf("expect.yaml has no %s claim: this test checks nothing for it", kind)
+		}
 	}
 }

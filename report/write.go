@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/onsi/ginkgo/v2/reporters"
 	"github.com/onsi/ginkgo/v2/types"
 )
 
@@ -17,44 +16,86 @@ const (
 	FileJSON     = "report.json"
 	FileMarkdown = "qualification.md"
 	FileHTML     = "qualification.html"
+	// FileConfig is the config the run used, after environment overrides.
+	FileConfig = "config-used.json"
 )
 
 // Write builds the report and writes the four files under dir. Call it from
 // ReportAfterSuite, which runs once on process 1 over every process's specs.
 // It writes what it can and returns every error joined.
 func Write(dir string, r types.Report, meta Meta) ([]string, error) {
+	q, err := Build(r, meta)
+	if err != nil {
+		return nil, err
+	}
+	if meta.RepoRoot != "" {
+		q.SetLinkBase(dir, meta.RepoRoot)
+	}
+	written, err := Render(dir, q)
+	if meta.Config != nil {
+		path := filepath.Join(dir, FileConfig)
+		b, jerr := json.MarshalIndent(meta.Config, "", "  ")
+		if jerr == nil {
+			jerr = os.WriteFile(path, append(b, '\n'), 0o644)
+		}
+		if jerr != nil {
+			return written, errors.Join(err, fmt.Errorf("report: %s: %w", path, jerr))
+		}
+		written = append(written, path)
+	}
+	return written, err
+}
+
+// SetLinkBase makes the docs/ links of pages written in dir point into the
+// repository at root.
+func (r *Report) SetLinkBase(dir, root string) {
+	absDir, err1 := filepath.Abs(dir)
+	absRoot, err2 := filepath.Abs(root)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	rel, err := filepath.Rel(absDir, absRoot)
+	if err != nil {
+		return
+	}
+	if rel == "." {
+		r.linkBase = ""
+		return
+	}
+	r.linkBase = filepath.ToSlash(rel) + "/"
+}
+
+// Render writes report.json, qualification.md, qualification.html and
+// junit.xml for r under dir, all from r, and returns the paths written.
+func Render(dir string, r *Report) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: artifacts directory %s: %w", dir, err)
 	}
 	var written []string
 	var errs []error
-	junit := filepath.Join(dir, FileJUnit)
-	if err := reporters.GenerateJUnitReport(r, junit); err != nil {
-		errs = append(errs, fmt.Errorf("report: %s: %w", junit, err))
-	} else {
-		written = append(written, junit)
-	}
-	q, err := Build(r, meta)
+	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return written, errors.Join(append(errs, err)...)
+		return nil, fmt.Errorf("report: encoding %s: %w", FileJSON, err)
 	}
-	js, err := json.MarshalIndent(q, "", "  ")
-	if err != nil {
-		return written, errors.Join(append(errs, fmt.Errorf("report: encoding %s: %w", FileJSON, err))...)
-	}
-	page, err := HTML(q)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("report: rendering %s: %w", FileHTML, err))
-	}
-	files := []struct {
+	type file struct {
 		name string
 		data []byte
-	}{{FileJSON, append(js, '\n')}, {FileMarkdown, []byte(Markdown(q))}}
-	if page != "" {
-		files = append(files, struct {
-			name string
-			data []byte
-		}{FileHTML, []byte(page)})
+	}
+	files := []file{{FileJSON, append(js, '\n')}, {FileMarkdown, []byte(Markdown(r))}}
+	// One renderer's error costs only its own file.
+	for _, render := range []struct {
+		name string
+		fn   func() ([]byte, error)
+	}{
+		{FileHTML, func() ([]byte, error) { page, err := HTML(r); return []byte(page), err }},
+		{FileJUnit, func() ([]byte, error) { return JUnit(r) }},
+	} {
+		data, err := render.fn()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("report: rendering %s: %w", render.name, err))
+			continue
+		}
+		files = append(files, file{render.name, data})
 	}
 	for _, f := range files {
 		path := filepath.Join(dir, f.name)
@@ -65,4 +106,47 @@ func Write(dir string, r types.Report, meta Meta) ([]string, error) {
 		written = append(written, path)
 	}
 	return written, errors.Join(errs...)
+}
+
+// SchemaError is a report.json whose schema version this build does not
+// read.
+type SchemaError struct {
+	Path    string
+	Version int
+}
+
+func (e *SchemaError) Error() string {
+	had := fmt.Sprintf("schemaVersion %d", e.Version)
+	if e.Version == 0 {
+		had = "no schemaVersion (written before report schemas were versioned)"
+	}
+	return fmt.Sprintf("%s has %s; this build reads schemaVersion %d only: produce it again with this version of the suite (make qualify), or compare the two by hand",
+		e.Path, had, SchemaVersion)
+}
+
+// Parse reads a report.json of this schema version; name is used in errors.
+func Parse(name string, data []byte) (*Report, error) {
+	var head struct {
+		SchemaVersion int `json:"schemaVersion"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("%s is not a readable report.json: %w", name, err)
+	}
+	if head.SchemaVersion != SchemaVersion {
+		return nil, &SchemaError{Path: name, Version: head.SchemaVersion}
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &r, nil
+}
+
+// Load reads report.json from path (see Parse).
+func Load(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
 }

@@ -55,6 +55,7 @@ const (
 	DefaultEndpoint       = EndpointChat
 	DefaultMode           = ModeNonStream
 	DefaultPromptKind     = PromptsSharedPrefix
+	DefaultProgressEvery  = time.Second
 )
 
 // DefaultCaptureHeaders are the response headers every Result records when
@@ -122,6 +123,12 @@ type Plan struct {
 	// CaptureHeaders are response headers recorded in addition to
 	// DefaultCaptureHeaders (case-insensitive).
 	CaptureHeaders []string `json:"capture_headers,omitempty"`
+	// Progress, when set, is called every ProgressEvery while the run goes
+	// on and once more, Final, when it ends: from one goroutine at a time,
+	// never after Run returns. It must not block.
+	Progress func(Progress) `json:"-"`
+	// ProgressEvery is the interval between Progress calls (default 1s).
+	ProgressEvery time.Duration `json:"-"`
 	// NewConnectionPerRequest opens a connection for every request instead
 	// of keeping one alive per worker: behind a Service that spreads
 	// connections (several router Pods), each request draws a Pod.
@@ -192,6 +199,9 @@ func (p Plan) withDefaults() Plan {
 	}
 	if p.Prompts.Kind == PromptsSharedPrefix && p.Prompts.Groups == 0 {
 		p.Prompts.Groups = 1
+	}
+	if p.ProgressEvery <= 0 {
+		p.ProgressEvery = DefaultProgressEvery
 	}
 	return p
 }

@@ -35,7 +35,11 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 	}
 	defer r.httpClient.CloseIdleConnections()
 
-	report := &Report{Plan: p, Results: make([]Result, p.Requests)}
+	// The report's plan is what was sent; the progress hook is the
+	// caller's display, not part of the run (and a func does not round-trip).
+	recorded := p
+	recorded.Progress, recorded.ProgressEvery = nil, 0
+	report := &Report{Plan: recorded, Results: make([]Result, p.Requests)}
 	report.Started = time.Now()
 	r.start = report.Started
 	// Write the results' fresh memory once, in order, before the workers
@@ -47,6 +51,7 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	stopProgress := r.progress.start(p, report.Started)
 	for range min(p.Concurrency, p.Requests) {
 		wg.Go(func() {
 			// Each worker's request contexts hang off its own child of ctx,
@@ -62,13 +67,16 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 				}
 				if !r.pace(ctx, i) {
 					report.Results[i] = r.notSent(ctx, i)
+					r.progress.finished(report.Results[i].Class)
 					continue
 				}
 				r.do(ctx, workerCtx, ex, i, &report.Results[i])
+				r.progress.finished(report.Results[i].Class)
 			}
 		})
 	}
 	wg.Wait()
+	stopProgress()
 	report.Summary = Summarize(report.Results, time.Since(report.Started))
 	if report.Summary.Canceled > 0 {
 		return report, fmt.Errorf("traffic: run stopped with %d of %d requests canceled: %w",
@@ -86,6 +94,7 @@ type runner struct {
 	capture    []headerName
 	extraBody  map[string]json.RawMessage
 	start      time.Time
+	progress   progressCounter
 }
 
 func newRunner(p Plan) (*runner, error) {

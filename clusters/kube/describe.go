@@ -30,7 +30,10 @@ const (
 // InstanceType and the router/engine pairs. Parts it cannot read are noted,
 // never fatal: the report should still render on a half-readable cluster.
 func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
-	env := clusters.Environment{Target: c.opts.Target}
+	env := clusters.Environment{Target: c.opts.Target, Cluster: c.host}
+	if c.opts.Context != "" {
+		env.Cluster = c.opts.Context + " (" + c.host + ")"
+	}
 	if v, err := c.disco().ServerVersionWithContext(ctx); err == nil {
 		env.KubernetesVersion = v.GitVersion
 	} else {

@@ -92,8 +92,9 @@ func (iv Intervals) withDefaults() Intervals {
 // Options configure a Cluster. The zero value works against the current
 // kubeconfig context.
 type Options struct {
-	// Kubeconfig is a kubeconfig path. Empty: the --kubeconfig flag, then
-	// $KUBECONFIG, then ~/.kube/config, then the in-cluster service account.
+	// Kubeconfig is a kubeconfig path (the suite passes e2e.yaml's
+	// kube.kubeconfig, which E2E_KUBECONFIG overrides). Empty: $KUBECONFIG,
+	// then ~/.kube/config, then the in-cluster service account.
 	Kubeconfig string
 	// Context selects a kubeconfig context (empty: the current one).
 	Context string
@@ -369,10 +370,10 @@ func restConfig(opts Options) (*rest.Config, bool, error) {
 			}
 			return cfg, true, nil
 		}
-		return nil, false, fmt.Errorf("no kubeconfig: set KUBECONFIG=/path/to/kubeconfig (make e2e E2E_TARGET=kube KUBECONFIG=...), pass --kubeconfig, or create ~/.kube/config")
+		return nil, false, fmt.Errorf("no kubeconfig: set E2E_KUBECONFIG=/path/to/kubeconfig (make e2e E2E_TARGET=kube E2E_KUBECONFIG=...), or KUBECONFIG, or kube.kubeconfig in e2e.yaml, or create ~/.kube/config")
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, false, fmt.Errorf("kubeconfig %s: %v; set KUBECONFIG to an existing file", path, firstLine(err.Error()))
+		return nil, false, fmt.Errorf("kubeconfig %s: %v; point E2E_KUBECONFIG (or KUBECONFIG, or kube.kubeconfig in e2e.yaml) at an existing file", path, firstLine(err.Error()))
 	}
 	var cfg *rest.Config
 	var err error

@@ -2,21 +2,22 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/gpustack/routing-conformance/report"
 )
 
 // labelNeedsGPU marks the specs that deploy serving replicas
 // (suites/routing LabelNeedsGPU).
 const labelNeedsGPU = "needs:gpu"
 
-// Spec results as report.json spells them (report.ResultPass and friends).
+// Spec results as report.json spells them.
 const (
-	resultPass = "PASS"
-	resultFail = "FAIL"
+	resultPass = report.ResultPass
+	resultFail = report.ResultFail
 )
 
 // capacityHints are substrings of the skip reasons a target gives when it
@@ -34,7 +35,9 @@ var notCounted = []string{"not selected in this run", "not applicable"}
 // reportJSON is the part of report.json this check reads. Unknown fields are
 // ignored, so the report may grow without breaking the nightly.
 type reportJSON struct {
-	Environment struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	Headline      string `json:"headline"`
+	Environment   struct {
 		Target string `json:"target"`
 	} `json:"environment"`
 	Specs []struct {
@@ -59,8 +62,12 @@ func Check(r io.Reader) (Verdict, error) {
 	if err := json.NewDecoder(r).Decode(&rep); err != nil {
 		return Verdict{}, fmt.Errorf("not a readable report.json: %w", err)
 	}
+	if rep.SchemaVersion != report.SchemaVersion {
+		return Verdict{}, fmt.Errorf("report.json has schemaVersion %d; this gpucheck reads schemaVersion %d (run the gpucheck of the commit that wrote the report)",
+			rep.SchemaVersion, report.SchemaVersion)
+	}
 	if len(rep.Specs) == 0 {
-		return Verdict{}, errors.New("report.json lists no specs; the suite stopped before any spec (see suiteFailures in the report)")
+		return Verdict{}, fmt.Errorf("report.json lists no specs; the suite stopped before any spec: %s", rep.Headline)
 	}
 	target := rep.Environment.Target
 	if target == "" || target == "sim" {
@@ -76,7 +83,7 @@ func Check(r io.Reader) (Verdict, error) {
 		switch {
 		case s.Result == resultPass || s.Result == resultFail:
 			ran++
-		case hasAnyPrefix(s.Reason, notCounted):
+		case s.Result == report.ResultNotApplicable || hasAnyPrefix(s.Reason, notCounted):
 			filtered++
 		default:
 			if isCapacity(s.Reason) {

@@ -23,7 +23,7 @@ func spec(name, result, reason string, labels ...string) report.SpecResult {
 // renamed field there breaks this test rather than the nightly.
 func encode(t *testing.T, target string, specs ...report.SpecResult) []byte {
 	t.Helper()
-	rep := report.Report{Environment: report.Environment{Target: target}, Specs: specs}
+	rep := report.Report{SchemaVersion: report.SchemaVersion, Environment: report.Environment{Target: target}, Specs: specs}
 	b, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)
@@ -130,8 +130,9 @@ func TestCheck(t *testing.T) {
 
 func TestCheckRefusesWhatIsNotAReport(t *testing.T) {
 	for name, in := range map[string]string{
-		"not JSON": "<html>",
-		"no specs": `{"environment":{"target":"kube"},"specs":[]}`,
+		"not JSON":       "<html>",
+		"no specs":       `{"schemaVersion":2,"environment":{"target":"kube"},"specs":[]}`,
+		"another schema": `{"environment":{"target":"kube"},"specs":[{"name":"a","result":"PASS","labels":["needs:gpu"]}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Check(strings.NewReader(in)); err == nil {

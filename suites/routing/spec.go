@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,6 +22,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
+	"github.com/gpustack/routing-conformance/internal/progress"
 	"github.com/gpustack/routing-conformance/metrics"
 	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/traffic"
@@ -320,6 +322,53 @@ func (t Target) plan(ctx context.Context, dep clusters.Deployment, requests int)
 	}
 }
 
+// progressSink is this process's line to cmd/e2e's live traffic display;
+// nil when the suite runs without it.
+var progressSink = sync.OnceValue(progress.Open)
+
+// withProgress makes plan report its traffic as it goes: to cmd/e2e, which
+// draws a live line per spec, or, when the suite runs without it, as a line
+// of the spec's output every few seconds.
+func withProgress(plan traffic.Plan) traffic.Plan {
+	spec := specLabel(CurrentSpecReport())
+	proc := GinkgoParallelProcess()
+	sink := progressSink()
+	if sink == nil {
+		plan.ProgressEvery = 5 * time.Second
+		plan.Progress = func(p traffic.Progress) {
+			GinkgoWriter.Printf("traffic %s\n", progress.Event{Spec: spec, Done: p.Done, Total: p.Total, Errors: p.Errors, Elapsed: p.Elapsed, Final: p.Final})
+		}
+		return plan
+	}
+	plan.ProgressEvery = 500 * time.Millisecond
+	plan.Progress = func(p traffic.Progress) {
+		// A full pipe drops the line; the next one says the same and more.
+		_ = sink.Send(progress.Event{Proc: proc, Spec: spec, Done: p.Done, Total: p.Total, Errors: p.Errors, Elapsed: p.Elapsed, Final: p.Final})
+	}
+	return plan
+}
+
+// specLabel names a spec in a progress line: "<claim> <pair>" from its
+// labels, else its own text.
+func specLabel(r SpecReport) string {
+	var claim, router, engine string
+	for _, l := range r.Labels() {
+		key, value, _ := strings.Cut(l, ":")
+		switch key {
+		case "feature":
+			claim = value
+		case "router":
+			router = value
+		case "engine":
+			engine = value
+		}
+	}
+	if claim == "" || router == "" {
+		return r.LeafNodeText
+	}
+	return claim + " " + router + "+" + engine
+}
+
 // send runs plan within <claim>/traffic and fails on any failed request,
 // naming the first ones; a run cut by that interval (a router that never
 // answers) fails saying how many requests were left unanswered.
@@ -351,7 +400,7 @@ func (t Target) runTraffic(ctx context.Context, claim string, plan traffic.Plan)
 	within := intervalOf(t.Config, claim, config.OpTraffic).Timeout.D()
 	rctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	rep, err := traffic.Run(rctx, plan)
+	rep, err := traffic.Run(rctx, withProgress(plan))
 	if err != nil && rep != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		return rep, fmt.Errorf("traffic to %s did not finish within %s/%s (%s): %d of %d requests still unanswered or unsent, %d answered OK, %d failed (is the router answering?)",
 			plan.BaseURL, claim, config.OpTraffic, within, rep.Summary.Canceled, rep.Summary.Requests, rep.Summary.OK, rep.Summary.Failed)

@@ -71,12 +71,12 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	Expect(json.Unmarshal(data, &s)).To(Succeed())
 	cluster, err := newCluster(ctx, cfg, s)
 	if err != nil {
-		Fail(fmt.Sprintf("creating the %s target: %v", cfg.Target, err))
+		Fail(fmt.Sprintf("cannot reach the %s target: %v", cfg.Target, err))
 	}
 	DeferCleanup(func(ctx SpecContext) error { return cluster.Close(ctx) }, NodeTimeout(intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
 	env, err := cluster.Describe(ctx)
 	if err != nil {
-		Fail(fmt.Sprintf("describing the %s target: %v", cfg.Target, err))
+		Fail(fmt.Sprintf("cannot describe the %s target: %v", cfg.Target, err))
 	}
 	suite = Target{Config: cfg, Cluster: cluster, Env: env}
 	GinkgoWriter.Printf("target %s: %d pairs supported\n", env.Target, countSupported(env))
@@ -89,7 +89,9 @@ var _ = ReportAfterSuite("qualification report", func(r Report) {
 	if env.Target == "" && suite.Config != nil {
 		env.Target = suite.Config.Target
 	}
-	files, err := report.Write(dir, r, report.Meta{Environment: env, Config: suite.Config})
+	// E2E_TARGET names the target when the config did not load.
+	files, err := report.Write(dir, r, report.Meta{Environment: env, Config: suite.Config, Target: os.Getenv("E2E_TARGET"),
+		RepoRoot: filepath.Dir(repositoryConfig())})
 	for _, f := range files {
 		fmt.Fprintf(GinkgoWriter, "wrote %s\n", f)
 	}
@@ -106,7 +108,7 @@ func mustLoadConfig() *config.Config {
 	}
 	cfg, err := config.Load(path, ClaimNames()...)
 	if err != nil {
-		Fail(err.Error())
+		Fail("config error: " + err.Error())
 	}
 	if *flagArtifacts != "" {
 		abs, err := filepath.Abs(*flagArtifacts)
