@@ -120,10 +120,12 @@ type Port struct {
 	Protocol string `json:"protocol,omitempty"`
 }
 
-// EnvVar is a name/value pair.
+// EnvVar is a name/value pair. Value is always written, even empty: the
+// operator's schema requires it (ModelDeploymentEnvVar, gpustack/gpustack-operator
+// api/worker/v1alpha1/model_deployment.go), so an omitted empty value is refused.
 type EnvVar struct {
 	Name  string `json:"name"`
-	Value string `json:"value,omitempty"`
+	Value string `json:"value"`
 }
 
 // Router is spec.router.

@@ -4,7 +4,9 @@ import "fmt"
 
 // ReadinessGaps lists, in words a user can act on, every readiness condition
 // md does not meet yet; nil means Ready. The gate is the operator's own
-// (docs/operator.md#gotchas): status has observed the current generation, phase is
+// (docs/operator.md#gotchas): status has observed the current generation
+// (every condition's observedGeneration; status has no observedGeneration
+// of its own), phase is
 // Ready, RouterReady is True when a router is declared, and every role has its
 // desired instances ready and endpoints.serving Confirmed at that count — a
 // successful answer alone does not prove the router registered every replica.
@@ -12,8 +14,8 @@ import "fmt"
 func ReadinessGaps(md *ModelDeployment) []string {
 	var gaps []string
 	st := md.Status
-	if st.ObservedGeneration != 0 && st.ObservedGeneration < md.Metadata.Generation {
-		gaps = append(gaps, fmt.Sprintf("status describes generation %d, spec is at %d", st.ObservedGeneration, md.Metadata.Generation))
+	if seen := observedGeneration(st); seen != 0 && seen < md.Metadata.Generation {
+		gaps = append(gaps, fmt.Sprintf("status describes generation %d, spec is at %d", seen, md.Metadata.Generation))
 	}
 	if st.Phase != PhaseReady {
 		g := fmt.Sprintf("phase is %s, want %s", orNone(st.Phase), PhaseReady)
@@ -72,6 +74,18 @@ func ReadinessGaps(md *ModelDeployment) []string {
 		gaps = append(gaps, g)
 	}
 	return gaps
+}
+
+// observedGeneration is the oldest generation a condition reports having
+// observed, or 0 when none reports one.
+func observedGeneration(st ModelDeploymentStatus) int64 {
+	var oldest int64
+	for _, c := range st.Conditions {
+		if c.ObservedGeneration != 0 && (oldest == 0 || c.ObservedGeneration < oldest) {
+			oldest = c.ObservedGeneration
+		}
+	}
+	return oldest
 }
 
 func findRoleStatus(roles []RoleStatus, name string) *RoleStatus {

@@ -14,9 +14,9 @@ func readyMD() *ModelDeployment {
 			Roles:  []Role{{Name: "server", Replicas: &two}},
 		},
 		Status: ModelDeploymentStatus{
-			ObservedGeneration: 3,
-			Phase:              PhaseReady,
-			Conditions:         []Condition{{Type: ConditionRouterReady, Status: "True", Reason: ReasonReady}},
+			Phase: PhaseReady,
+			Conditions: []Condition{{Type: ConditionRouterReady, Status: "True", Reason: ReasonReady, ObservedGeneration: 3},
+				{Type: ConditionRoleKindsReady, Status: "True", Reason: ReasonAllKindsReady, ObservedGeneration: 3}},
 			Roles: []RoleStatus{{Name: "server", Desired: 2, Ready: 2,
 				Endpoints: &RoleEndpoints{Serving: ServingState{State: ServingConfirmed, Value: &two}}}},
 		},
@@ -37,7 +37,11 @@ func TestReadinessGapsNameEachMissingCondition(t *testing.T) {
 		want   string
 	}{
 		"stale status": {func(m *ModelDeployment) { m.Metadata.Generation = 4 }, "generation 3, spec is at 4"},
-		"phase":        {func(m *ModelDeployment) { m.Status.Phase = PhaseStarting }, "phase is Starting"},
+		"one stale condition": {func(m *ModelDeployment) {
+			m.Metadata.Generation = 4
+			m.Status.Conditions[0].ObservedGeneration = 4
+		}, "generation 3, spec is at 4"},
+		"phase": {func(m *ModelDeployment) { m.Status.Phase = PhaseStarting }, "phase is Starting"},
 		"router not ready": {func(m *ModelDeployment) {
 			m.Status.Conditions[0] = Condition{Type: ConditionRouterReady, Status: "False", Reason: ReasonNoReadyReplicas}
 		}, "RouterReady=False/NoReadyReplicas"},
@@ -56,5 +60,23 @@ func TestReadinessGapsNameEachMissingCondition(t *testing.T) {
 				t.Fatalf("gaps = %q, want one containing %q", gaps, tc.want)
 			}
 		})
+	}
+}
+
+// The operator's status has no observedGeneration (a real API server prunes
+// one), so a stale status shows only in its conditions' observedGeneration:
+// the gap must come from there, and a status written without generations
+// (an operator that does not set them) is not held against readiness.
+func TestReadinessGapsReadGenerationFromConditions(t *testing.T) {
+	md := readyMD()
+	md.Metadata.Generation = 4
+	if gaps := ReadinessGaps(md); len(gaps) != 1 || !strings.Contains(gaps[0], "status describes generation 3, spec is at 4") {
+		t.Errorf("gaps = %q, want the stale generation from the conditions", gaps)
+	}
+	for i := range md.Status.Conditions {
+		md.Status.Conditions[i].ObservedGeneration = 0
+	}
+	if gaps := ReadinessGaps(md); gaps != nil {
+		t.Errorf("conditions without observedGeneration: gaps = %q, want none", gaps)
 	}
 }

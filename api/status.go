@@ -68,25 +68,31 @@ const (
 	ContainerEngine = "main"
 )
 
-// ModelDeploymentStatus is status (docs/operator.md#status).
+// ModelDeploymentStatus is status (docs/operator.md#status). It has no
+// observedGeneration of its own: the operator's API carries one per
+// condition only (a real API server prunes a status.observedGeneration).
 type ModelDeploymentStatus struct {
-	ObservedGeneration int64         `json:"observedGeneration,omitempty"`
-	Phase              string        `json:"phase,omitempty"`
-	PhaseMessage       string        `json:"phaseMessage,omitempty"`
-	Endpoint           string        `json:"endpoint,omitempty"`
-	RoleSummary        string        `json:"roleSummary,omitempty"`
-	Roles              []RoleStatus  `json:"roles,omitempty"`
-	Router             *RouterStatus `json:"router,omitempty"`
-	Conditions         []Condition   `json:"conditions,omitempty"`
+	Phase        string        `json:"phase,omitempty"`
+	PhaseMessage string        `json:"phaseMessage,omitempty"`
+	Endpoint     string        `json:"endpoint,omitempty"`
+	RoleSummary  string        `json:"roleSummary,omitempty"`
+	Roles        []RoleStatus  `json:"roles,omitempty"`
+	Router       *RouterStatus `json:"router,omitempty"`
+	Conditions   []Condition   `json:"conditions,omitempty"`
 }
 
 // RoleStatus is status.roles[].
+// Name, desired, ready, quotaReserved, unmanaged and kind are always
+// present: the operator's schema requires them, so a status without one is
+// refused by the API server.
 type RoleStatus struct {
-	Name      string         `json:"name"`
-	Kind      string         `json:"kind,omitempty"`
-	Desired   int32          `json:"desired"`
-	Ready     int32          `json:"ready"`
-	Endpoints *RoleEndpoints `json:"endpoints,omitempty"`
+	Name          string         `json:"name"`
+	Kind          string         `json:"kind"`
+	Desired       int32          `json:"desired"`
+	Ready         int32          `json:"ready"`
+	QuotaReserved int32          `json:"quotaReserved"`
+	Unmanaged     bool           `json:"unmanaged"`
+	Endpoints     *RoleEndpoints `json:"endpoints,omitempty"`
 }
 
 // RoleEndpoints is status.roles[].endpoints.
@@ -112,7 +118,7 @@ type RouterStatus struct {
 // equality set the router discovers by.
 type RouterRoleStatus struct {
 	Name     string            `json:"name"`
-	Kind     string            `json:"kind,omitempty"`
+	Kind     string            `json:"kind"`
 	Selector map[string]string `json:"selector,omitempty"`
 	Endpoint string            `json:"endpoint,omitempty"`
 }

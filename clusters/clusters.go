@@ -52,7 +52,8 @@ type Deployment interface {
 	RouterLogs(ctx context.Context, opts LogOptions) (string, error)
 	// RouterState describes the router Pod(s).
 	RouterState(ctx context.Context) ([]RouterPod, error)
-	// RouterMetrics scrapes :9090 of every router Pod, merged.
+	// RouterMetrics scrapes :9090 of every router Pod, merged; each
+	// sample's metrics.SourceLabel is its Pod's name (RouterPod.Name).
 	RouterMetrics(ctx context.Context) (metrics.Snapshot, error)
 	// Replicas lists the engine replicas (leader Pods), sorted by name.
 	Replicas(ctx context.Context) ([]Replica, error)

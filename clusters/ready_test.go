@@ -19,8 +19,8 @@ func readyMD() *api.ModelDeployment {
 		Metadata: api.ObjectMeta{Name: "md", Namespace: "ns", Generation: 1},
 		Spec: api.ModelDeploymentSpec{Router: &api.Router{Name: api.RouterVLLM},
 			Roles: []api.Role{{Name: "server", Replicas: &one}}},
-		Status: api.ModelDeploymentStatus{ObservedGeneration: 1, Phase: api.PhaseReady,
-			Conditions: []api.Condition{{Type: api.ConditionRouterReady, Status: "True", Reason: api.ReasonReady}},
+		Status: api.ModelDeploymentStatus{Phase: api.PhaseReady,
+			Conditions: []api.Condition{{Type: api.ConditionRouterReady, Status: "True", Reason: api.ReasonReady, ObservedGeneration: 1}},
 			Roles: []api.RoleStatus{{Name: "server", Desired: 1, Ready: 1,
 				Endpoints: &api.RoleEndpoints{Serving: api.ServingState{State: api.ServingConfirmed, Value: &one}}}}},
 	}

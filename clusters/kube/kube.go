@@ -169,6 +169,16 @@ var (
 	_ clusters.CapacityChecker = (*Cluster)(nil)
 )
 
+// ClientQPS and ClientBurst are the client's rate limit when the kubeconfig
+// sets none. client-go's default (5 per second, bursts of 10) held every
+// preflight (two dozen access reviews) for about 5 s against the apiserver
+// tier's real API server, and throttles the suite's parallel polls the same
+// way on any cluster.
+const (
+	ClientQPS   = 50
+	ClientBurst = 100
+)
+
 // New builds a Cluster from a kubeconfig (see Options.Kubeconfig) or the
 // in-cluster config. It contacts nothing: call Preflight before the first spec.
 // Errors are one line naming what is missing and how to fix it.
@@ -176,6 +186,9 @@ func New(opts Options) (*Cluster, error) {
 	cfg, inCluster, err := restConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
 	}
 	// klient/envconf are how e2e-framework carries a cluster connection; the
 	// suite's SynchronizedBeforeSuite may reuse EnvConfig() for its own helpers.

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -36,8 +37,11 @@ func (c *Cluster) proxyGet(ctx context.Context, ns, pod, scheme string, port int
 	return body, nil
 }
 
-// scrape reads and parses one Pod's /metrics. The source name is
-// <ns>/<pod>:<port>, which Merge puts in metrics.SourceLabel.
+// scrape reads and parses one Pod's /metrics. The source name is the Pod's
+// name, which Merge puts in metrics.SourceLabel: the suite keys per-Pod
+// counts by clusters.RouterPod.Name, as the sim names its sources (the
+// apiserver tier found routerreplicas reading 0 per router Pod when this
+// was <ns>/<pod>:<port>).
 func (c *Cluster) scrape(ctx context.Context, p *corev1.Pod, defPort int) (metrics.Snapshot, []byte, error) {
 	port := promPort(p, defPort)
 	path := p.Annotations[api.AnnotationPromPath]
@@ -49,8 +53,7 @@ func (c *Cluster) scrape(ctx context.Context, p *corev1.Pod, defPort int) (metri
 	if err != nil {
 		return metrics.Snapshot{}, nil, err
 	}
-	src := fmt.Sprintf("%s/%s:%d", p.Namespace, p.Name, port)
-	snap, err := metrics.ParseText(src, body)
+	snap, err := metrics.ParseText(p.Name, body)
 	return snap, body, err
 }
 
@@ -129,6 +132,10 @@ func (c *Cluster) podLogs(ctx context.Context, ns, pod, container string, previo
 // being deleted (container "router", or "epp" for llm-d, unless
 // opts.Container names another, e.g. "envoy"). Previous reads the last
 // terminated container: what a crash-looping router printed before exiting.
+// With several router Pods (a rollout: the old one serving, the new one
+// crash-looping) each Pod's part starts with "==> pod/<name> <==", a Pod
+// whose log cannot be read is left out, and it is an error only when no
+// Pod's log can be read, as on the sim.
 func (d *Deployment) RouterLogs(ctx context.Context, opts clusters.LogOptions) (string, error) {
 	pods, err := d.routerPods(ctx)
 	if err != nil {
@@ -137,7 +144,8 @@ func (d *Deployment) RouterLogs(ctx context.Context, opts clusters.LogOptions) (
 	if len(pods) == 0 {
 		return "", fmt.Errorf("router logs of %s/%s: no router Pod (%s)", d.ns, d.name, routerSelector(d.name, d.router()))
 	}
-	var parts []string
+	var b strings.Builder
+	var errs []error
 	for i := range pods {
 		container := opts.Container
 		if container == "" {
@@ -145,9 +153,16 @@ func (d *Deployment) RouterLogs(ctx context.Context, opts clusters.LogOptions) (
 		}
 		out, err := d.c.podLogs(ctx, d.ns, pods[i].Name, container, opts.Previous, opts.Since)
 		if err != nil {
-			return strings.Join(parts, ""), err
+			errs = append(errs, err)
+			continue
 		}
-		parts = append(parts, out)
+		if len(pods) > 1 {
+			fmt.Fprintf(&b, "==> pod/%s <==\n", pods[i].Name)
+		}
+		b.WriteString(out)
 	}
-	return strings.Join(parts, ""), nil
+	if len(errs) == len(pods) {
+		return "", errors.Join(errs...)
+	}
+	return b.String(), nil
 }

@@ -47,7 +47,7 @@ func TestRouterMetricsMergeEveryRouterPodThroughThePodProxy(t *testing.T) {
 	if err != nil || total != 12 {
 		t.Errorf("sum over both router Pods = %v, %v; want 12", total, err)
 	}
-	a, err := snap.Sum("vllm_router_requests_total", metrics.Eq(metrics.SourceLabel, d.ns+"/md-router-a:9090"))
+	a, err := snap.Sum("vllm_router_requests_total", metrics.Eq(metrics.SourceLabel, "md-router-a"))
 	if err != nil || a != 7 {
 		t.Errorf("router a alone = %v, %v", a, err)
 	}
@@ -156,5 +156,31 @@ func TestRouterLogsWithoutPreviousContainerIsAnError(t *testing.T) {
 	_, err := d.RouterLogs(context.Background(), clusters.LogOptions{Previous: true})
 	if err == nil || !strings.Contains(err.Error(), "(previous)") || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("RouterLogs(previous) = %v", err)
+	}
+}
+
+// During a rollout the old router Pod serves while the new one crash-loops:
+// its previous log is there, the old Pod's is not, and that is no error
+// (found by the apiserver tier; the sim answers the same).
+func TestRouterLogsPreviousDuringARolloutReadsThePodThatCrashed(t *testing.T) {
+	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "2", "q"))
+	d := deployed(t, e, "md")
+	e.addPod(routerPod(d.ns, d.name, "md-router-old", "u1"))
+	e.addPod(routerPod(d.ns, d.name, "md-router-new", "u2", crashLooping(2)))
+	clapErr := "error: invalid value 'round_robbin' for '--policy <POLICY>'\n"
+	e.podAPI.setLog(d.ns, "md-router-new", "router", true, clapErr)
+	e.podAPI.setLog(d.ns, "md-router-old", "router", false, "serving\n")
+	e.podAPI.setLog(d.ns, "md-router-new", "router", false, "")
+
+	prev, err := d.RouterLogs(context.Background(), clusters.LogOptions{Previous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev != "==> pod/md-router-new <==\n"+clapErr {
+		t.Errorf("previous logs %q", prev)
+	}
+	cur, err := d.RouterLogs(context.Background(), clusters.LogOptions{})
+	if err != nil || cur != "==> pod/md-router-new <==\n==> pod/md-router-old <==\nserving\n" {
+		t.Errorf("current logs %q, %v", cur, err)
 	}
 }

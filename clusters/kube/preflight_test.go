@@ -99,6 +99,11 @@ current-context: x
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	// A kubeconfig never sets a rate limit: the client's is the suite's,
+	// not client-go's 5 per second.
+	if c.restCfg.QPS != ClientQPS || c.restCfg.Burst != ClientBurst {
+		t.Errorf("client rate limit %v/%d, want %v/%d", c.restCfg.QPS, c.restCfg.Burst, ClientQPS, ClientBurst)
+	}
 	err = c.Preflight(context.Background())
 	assertOneLine(t, err, "cannot reach the Kubernetes API server", addr, "KUBECONFIG")
 }

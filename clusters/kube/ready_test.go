@@ -83,8 +83,12 @@ func TestWaitReadyTimeoutSaysWhatWasLastMissing(t *testing.T) {
 			return s
 		}, 0, []string{"endpoints.serving.state is Unknown, want Confirmed"}},
 		{"stale generation", func() api.ModelDeploymentStatus {
+			// The operator's status has no observedGeneration of its own; its
+			// conditions carry the generation they describe.
 			s := readyStatus(d.name, true, 2)
-			s.ObservedGeneration = 1
+			for i := range s.Conditions {
+				s.Conditions[i].ObservedGeneration = 1
+			}
 			return s
 		}, 2, []string{"status describes generation 1, spec is at 2"}},
 	} {

@@ -6,10 +6,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
 )
 
@@ -51,49 +51,17 @@ func (c *Cluster) seed(key string) (uint64, bool) {
 	return s, ok
 }
 
-// serviceClient is the client in-cluster programs use for Service names:
-// <svc>.<ns>.svc[.cluster.local]:<port> dials a ready Pod the Service
-// selects (kube-proxy's job), anything else dials as given. It is the EPP's
-// client for engine metrics and for the tokenizer role Service's /render.
+// serviceClient is the client in-cluster programs use for Service names
+// (programs.ServiceClient over resolveService): the EPP's client for engine
+// metrics and for the tokenizer role Service's /render.
 func (c *Cluster) serviceClient() *http.Client {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	return &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{
-			Proxy: nil,
-			// Enough idle connections for every render call in flight at
-			// the suite's and the benchmark's concurrency, so calls do not
-			// dial anew.
-			MaxIdleConns:        256,
-			MaxIdleConnsPerHost: 128,
-			IdleConnTimeout:     5 * time.Second,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				host, port, err := net.SplitHostPort(addr)
-				if err != nil {
-					return nil, err
-				}
-				if svc, ns, ok := serviceName(host); ok {
-					ip, err := c.resolveService(svc, ns)
-					if err != nil {
-						return nil, &net.DNSError{Err: err.Error(), Name: host, IsNotFound: true}
-					}
-					addr = net.JoinHostPort(ip, port)
-				}
-				return d.DialContext(ctx, network, addr)
-			},
-		},
-	}
-}
-
-// serviceName splits <svc>.<ns>.svc[.cluster.local].
-func serviceName(host string) (svc, ns string, ok bool) {
-	host = strings.TrimSuffix(strings.TrimSuffix(host, "."), ".cluster.local")
-	rest, found := strings.CutSuffix(host, ".svc")
-	if !found {
-		return "", "", false
-	}
-	svc, ns, ok = strings.Cut(rest, ".")
-	return svc, ns, ok && svc != "" && ns != "" && !strings.Contains(ns, ".")
+	return programs.ServiceClient(func(_ context.Context, svc, ns, port string) (string, error) {
+		ip, err := c.resolveService(svc, ns)
+		if err != nil {
+			return "", err
+		}
+		return net.JoinHostPort(ip, port), nil
+	})
 }
 
 // resolveService picks a ready Pod of one of the Services the operator

@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -195,25 +194,7 @@ func New(opts Options) *Cluster {
 // get reads url with the sim's client, within timeout and up to limit
 // bytes; an answer other than 200 is an error naming its status.
 func (c *Cluster) get(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return body, nil
+	return controller.HTTPGet(c.http)(ctx, url, timeout, limit)
 }
 
 // Kubelet exposes the simulated node, for tests and the CLI.

@@ -390,7 +390,7 @@ func TestRouterNameImmutableOnUpdate(t *testing.T) {
 	d := deployReady(t, c, md("imm", api.RouterVLLM, api.EngineVLLM, 1))
 	err := d.Update(context.Background(), func(m *api.ModelDeployment) { m.Spec.Router.Name = api.RouterLLMD })
 	var ae *clusters.AdmissionError
-	if !errors.As(err, &ae) || ae.Field != "spec.router.name" || ae.Message != "field is immutable" {
+	if !errors.As(err, &ae) || ae.Field != "spec.router.name" || ae.Message != `Invalid value: "llm-d-router": field is immutable` {
 		t.Fatalf("want field is immutable, got %v", err)
 	}
 }

@@ -76,7 +76,7 @@ func TestBadInputExitsTwoNamingFieldAndAcceptedValues(t *testing.T) {
 			[]string{"decode ModelDeployment", "replicas"}},
 		{"owned router flag", strings.Replace(goodYAML, "router: {name: vllm-router}",
 			"router: {name: vllm-router, extraArgs: [--port, \"9\"]}", 1),
-			[]string{`spec.router.extraArgs[0]: "--port" is set by the operator for router "vllm-router"`}},
+			[]string{`spec.router.extraArgs[0]: Invalid value: "--port": "--port" is set by the operator for router "vllm-router"`}},
 		{"not yaml", "spec: [unclosed", []string{"not valid YAML"}},
 		{"empty", "  \n", []string{"the file is empty"}},
 		{"a list", "- a\n- b\n", []string{"expected a ModelDeployment object at the top level, got a list"}},

@@ -58,12 +58,25 @@ func kubeOptions(cfg *config.Config, s shared) kube.Options {
 		OperatorNamespace: cfg.Kube.OperatorNamespace,
 		InstanceType:      cfg.InstanceType,
 		EngineImages:      images,
+		Intervals:         kubeIntervals(cfg),
 		Logf:              GinkgoWriter.Printf,
 	}
 	if cfg.Target == config.TargetKind {
 		opts.Kubeconfig, opts.Context, opts.Target = s.Kubeconfig, "", config.TargetKind
 	}
 	return opts
+}
+
+// kubeIntervals are the kube target's own waits from the config: its polls
+// (a deletion, a router rollout) at default/wait-deleted's poll and the
+// deletion bounded by its timeout; the rest keep kube.DefaultIntervals.
+// Without them every delete of a run polled at the target's 5 s default.
+func kubeIntervals(cfg *config.Config) kube.Intervals {
+	deleted, err := cfg.Interval(config.SpecDefault, config.OpWaitDeleted)
+	if err != nil {
+		return kube.Intervals{}
+	}
+	return kube.Intervals{Poll: deleted.Poll.D(), Delete: deleted.Timeout.D()}
 }
 
 // createKindCluster creates the throwaway cluster on process 1 (kind, then

@@ -9,13 +9,20 @@
 // Admission is not here: whoever stores a spec (the sim target's Deploy and
 // Update) admits and defaults it first, as the API server runs the webhook
 // before the controller ever sees the object.
+//
+// The Pods live in a Store: the sim's kubelet by default, or a real API
+// server (the apiserver tier's, test/apiserver), which then also holds the
+// object (Observe), receives its status (Config.OnStatus) and, as a
+// RouterStore, runs the router as the Deployment the operator renders.
 package controller
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -26,15 +33,54 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
+	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/service"
 )
 
+// Store is where a Controller's Pods live and how it learns that they
+// changed. *kubelet.Kubelet is one; an API server's Pods are another.
+type Store interface {
+	// ListStatus returns the Pods in namespace whose labels include every
+	// pair in selector, sorted by name.
+	ListStatus(namespace string, selector map[string]string) []kubelet.PodStatus
+	// Create creates a Pod; a Store backed by an API server runs its
+	// containers' programs by their Command, not by Main.
+	Create(spec kubelet.PodSpec) (kubelet.PodStatus, error)
+	// Delete deletes a Pod gracefully; false when it does not exist.
+	Delete(namespace, name string) bool
+	// Pods ticks on every Pod change (Watch).
+	Pods() proc.PodWatcher
+}
+
+// RouterStore is a Store that runs the router the way the operator renders
+// it, as the Deployment <md>-router whose own controllers roll its Pods (an
+// API server with the deployment and ReplicaSet controllers). With a plain
+// Store the Controller rolls the router Pods itself, as those would.
+type RouterStore interface {
+	Store
+	// ApplyRouter makes md's router Deployment run template, and returns
+	// the pod-template-hash label of its current revision's Pods ("" while
+	// not known yet).
+	ApplyRouter(md *api.ModelDeployment, w operator.RouterWorkload, template kubelet.PodSpec) (string, error)
+	// DeleteRouter removes md's router Deployment, if any.
+	DeleteRouter(md *api.ModelDeployment) error
+}
+
 // Config is what a Controller runs on. Every field is required except
-// EngineEnv.
+// EngineEnv, Store, OnStatus and EventSink.
 type Config struct {
-	// Kubelet runs the Pods.
+	// Kubelet runs the Pods (when Store is nil).
 	Kubelet *kubelet.Kubelet
+	// Store, if set, holds the Pods instead of Kubelet.
+	Store Store
+	// OnStatus, if set, receives the object with the status of every pass
+	// (a copy), from the loop's goroutine: a Store backed by an API server
+	// writes it through the status subresource.
+	OnStatus func(*api.ModelDeployment)
+	// EventSink, if set, receives every event the controller records about
+	// its deployment.
+	EventSink func(kubelet.Event)
 	// Programs resolves the programs the operator renders.
 	Programs programs.Registry
 	// EngineEnv is added to every engine container's environment (the sim's
@@ -91,13 +137,16 @@ type Controller struct {
 	endpoints map[string]service.Endpoint
 
 	trigger chan struct{}
+	stop    chan struct{} // closed by Stop
+	stopped sync.Once
 	done    chan struct{} // closed when the loop has returned
 }
 
 // New takes md as stored: admitted, defaulted, with its metadata set.
 func New(cfg Config, md *api.ModelDeployment) *Controller {
 	c := &Controller{cfg: cfg, name: md.Metadata.Name, namespace: md.Metadata.Namespace,
-		obj: operator.DeepCopy(md), trigger: make(chan struct{}, 1), done: make(chan struct{})}
+		obj: operator.DeepCopy(md), trigger: make(chan struct{}, 1), stop: make(chan struct{}),
+		done: make(chan struct{})}
 	c.normal("Admitted", fmt.Sprintf("ModelDeployment %s admitted (router %s)", c.key(), routerName(md)))
 	return c
 }
@@ -120,8 +169,16 @@ func (c *Controller) Start() {
 	}()
 }
 
+// store is where the Pods live: Config.Store, else the kubelet.
+func (c *Controller) store() Store {
+	if c.cfg.Store != nil {
+		return c.cfg.Store
+	}
+	return c.cfg.Kubelet
+}
+
 func (c *Controller) run() {
-	ticks, stopWatch := c.cfg.Kubelet.Pods().Watch()
+	ticks, stopWatch := c.store().Pods().Watch()
 	defer stopWatch()
 	t := time.NewTicker(c.cfg.ResyncPeriod)
 	defer t.Stop()
@@ -138,8 +195,17 @@ func (c *Controller) run() {
 		case <-c.trigger:
 		case <-ticks:
 		case <-t.C:
+		case <-c.stop:
+			c.cost.Close(time.Now())
+			return
 		}
 	}
+}
+
+// Stop ends the loop after its current pass without deleting anything: the
+// Pods stay where the Store keeps them (an operator shutting down).
+func (c *Controller) Stop() {
+	c.stopped.Do(func() { close(c.stop) })
 }
 
 // poke asks for a pass now.
@@ -201,6 +267,21 @@ func (c *Controller) Apply(next *api.ModelDeployment) error {
 	return nil
 }
 
+// Observe takes next as an API server stored it: spec, metadata (with the
+// generation the server assigned) and no admission, which the server ran.
+// The status stays the controller's.
+func (c *Controller) Observe(next *api.ModelDeployment) {
+	c.mu.Lock()
+	next = operator.DeepCopy(next)
+	next.Status = c.obj.Status
+	if !reflect.DeepEqual(next.Spec, c.obj.Spec) {
+		c.converged = false
+	}
+	c.obj = next
+	c.mu.Unlock()
+	c.poke()
+}
+
 // Delete marks the deployment for deletion; the loop then deletes its Pods
 // and ends once they are gone (Done).
 func (c *Controller) Delete() {
@@ -234,7 +315,11 @@ func (c *Controller) normal(reason, msg string) { c.own("Normal", reason, msg) }
 func (c *Controller) warn(reason, msg string)   { c.own("Warning", reason, msg) }
 
 func (c *Controller) own(typ, reason, msg string) {
-	c.Record(kubelet.Event{Time: time.Now(), Namespace: c.namespace, Type: typ, Reason: reason, Message: msg})
+	e := kubelet.Event{Time: time.Now(), Namespace: c.namespace, Type: typ, Reason: reason, Message: msg}
+	c.Record(e)
+	if c.cfg.EventSink != nil {
+		c.cfg.EventSink(e)
+	}
 }
 
 // renderRouter is operator.RenderRouter(md), kept per generation.
@@ -321,4 +406,30 @@ func (c *Controller) engineEnv() map[string]string {
 		env = map[string]string{}
 	}
 	return env
+}
+
+// HTTPGet is a Config.Get over client: url within timeout and up to limit
+// bytes; an answer other than 200 is an error naming its status.
+func HTTPGet(client *http.Client) func(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error) {
+	return func(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return body, nil
+	}
 }

@@ -88,9 +88,10 @@ func (c *Controller) observeOne(ctx context.Context, p kubelet.PodStatus) operat
 	return v
 }
 
-// publish computes status from what is observed and stores it.
+// publish computes status from what is observed and stores it; hash is the
+// pod-template-hash of the router's current template.
 func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubelet.PodStatus,
-	routers []kubelet.PodStatus, views []operator.RouterView, deleting bool) {
+	routers []kubelet.PodStatus, views []operator.RouterView, deleting bool, hash string) {
 	obs := operator.Observation{Now: time.Now(), Deleting: deleting, RouterViews: views,
 		ServingValidity: c.cfg.ServingValidity}
 	for i := range md.Spec.Roles {
@@ -106,12 +107,6 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 		}
 		obs.Roles = append(obs.Roles, ro)
 	}
-	var hash string
-	if md.Spec.Router != nil {
-		if w, err := c.renderRouter(md); err == nil {
-			hash = w.TemplateHash
-		}
-	}
 	for _, p := range routers {
 		ro := operator.RouterPodObservation{Name: p.Name, Ready: p.Ready, Deleting: p.Deleting(),
 			UpToDate: p.Labels[operator.LabelPodTemplateHash] == hash}
@@ -125,11 +120,10 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 		obs.RouterPods = append(obs.RouterPods, ro)
 	}
 
+	// The spec may have moved while this pass ran; status (its conditions'
+	// observedGeneration) is for what was seen.
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	st := operator.ComputeStatus(md, &c.obj.Status, obs)
-	// The spec may have moved while this pass ran; status is for what was seen.
-	st.ObservedGeneration = md.Metadata.Generation
 	c.obj.Status = st
 	converged := md.Spec.Router != nil
 	for _, r := range st.Roles {
@@ -139,4 +133,10 @@ func (c *Controller) publish(md *api.ModelDeployment, engines map[string][]kubel
 		}
 	}
 	c.converged = converged
+	c.mu.Unlock()
+	if c.cfg.OnStatus != nil {
+		out := operator.DeepCopy(md)
+		out.Status = st
+		c.cfg.OnStatus(out)
+	}
 }

@@ -35,7 +35,7 @@ const (
 // routers (router label).
 func (c *Controller) ownedPods(name, namespace string) (engines map[string][]kubelet.PodStatus, routers []kubelet.PodStatus) {
 	engines = map[string][]kubelet.PodStatus{}
-	for _, p := range c.cfg.Kubelet.ListStatus(namespace, map[string]string{
+	for _, p := range c.store().ListStatus(namespace, map[string]string{
 		api.LabelName: api.NameValue, api.LabelInstance: name}) {
 		if _, ok := p.Labels[api.LabelRouter]; ok {
 			routers = append(routers, p)
@@ -65,13 +65,19 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 		}
 		for _, ps := range engines {
 			for _, p := range ps {
-				c.cfg.Kubelet.Delete(ns, p.Name)
+				c.store().Delete(ns, p.Name)
+			}
+		}
+		if rs, ok := c.store().(RouterStore); ok {
+			// Its Pods would be replaced while the Deployment stands.
+			if err := rs.DeleteRouter(md); err != nil {
+				c.warn("FailedDelete", fmt.Sprintf("delete router Deployment: %v", err))
 			}
 		}
 		for _, p := range routers {
-			c.cfg.Kubelet.Delete(ns, p.Name)
+			c.store().Delete(ns, p.Name)
 		}
-		c.publish(md, engines, routers, nil, true)
+		c.publish(md, engines, routers, nil, true, "")
 		return remaining == 0
 	}
 
@@ -85,12 +91,16 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 			}
 		}
 	}
-	c.routerService(md)
-	c.reconcileRouter(md, routers)
+	// A RouterStore's API server holds the router Service; the sim's
+	// kube-proxy emulation is the kubelet path's.
+	if _, apply := c.store().(RouterStore); !apply {
+		c.routerService(md)
+	}
+	hash := c.reconcileRouter(md, routers)
 
 	engines, routers = c.ownedPods(name, ns)
 	views := c.observe(ctx, md, routers, fingerprint(engines, routers))
-	c.publish(md, engines, routers, views, false)
+	c.publish(md, engines, routers, views, false, hash)
 	return false
 }
 
@@ -195,7 +205,7 @@ func (c *Controller) createEngine(md *api.ModelDeployment, role *api.Role, ordin
 }
 
 func (c *Controller) createPod(spec kubelet.PodSpec, owner string) {
-	if _, err := c.cfg.Kubelet.Create(spec); err != nil {
+	if _, err := c.store().Create(spec); err != nil {
 		c.warn("FailedCreate", fmt.Sprintf("create pod %s for %s: %v", spec.Name, owner, err))
 		return
 	}
@@ -206,7 +216,7 @@ func (c *Controller) deletePod(p kubelet.PodStatus, why string) {
 	if p.Deleting() {
 		return
 	}
-	if c.cfg.Kubelet.Delete(p.Namespace, p.Name) {
+	if c.store().Delete(p.Namespace, p.Name) {
 		c.normal("SuccessfulDelete", fmt.Sprintf("Deleted pod: %s (%s)", p.Name, why))
 	}
 }
@@ -220,21 +230,37 @@ func (c *Controller) deletePod(p kubelet.PodStatus, why string) {
 // to 0 (ResolveFenceposts in pkg/controller/deployment/util). A one-replica
 // router therefore gets its new Pod first and loses the old one only once
 // the new one is Ready (minReadySeconds 0): the router Service always has a
-// Ready endpoint during an edit of extraArgs.
-func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.PodStatus) {
+// Ready endpoint during an edit of extraArgs. A RouterStore's Deployment
+// controller does that itself. It returns the pod-template-hash of the
+// current template's Pods ("" when there is none or it is not known yet).
+func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.PodStatus) string {
+	rs, apply := c.store().(RouterStore)
 	if md.Spec.Router == nil {
 		c.storeConfigMap("", nil)
+		if apply {
+			if err := rs.DeleteRouter(md); err != nil {
+				c.warn("FailedDelete", fmt.Sprintf("delete router Deployment: %v", err))
+			}
+			return ""
+		}
 		for _, p := range pods {
 			c.deletePod(p, "spec.router was removed")
 		}
-		return
+		return ""
 	}
 	w, err := c.renderRouter(md)
 	if err != nil {
 		c.warn("RenderFailed", err.Error())
-		return
+		return ""
 	}
 	c.storeConfigMap(w.Name, w.Config)
+	if apply {
+		hash, err := rs.ApplyRouter(md, w, c.routerPodSpec(md, w))
+		if err != nil {
+			c.warn("FailedApply", fmt.Sprintf("router Deployment %s: %v", w.Name, err))
+		}
+		return hash
+	}
 	desired := int(md.Spec.Router.RouterReplicas())
 	surge := int(math.Ceil(float64(desired) * 0.25))
 	unavailable := int(math.Floor(float64(desired) * 0.25))
@@ -291,9 +317,16 @@ func (c *Controller) reconcileRouter(md *api.ModelDeployment, pods []kubelet.Pod
 			readyOld--
 		}
 	}
+	return w.TemplateHash
 }
 
 func (c *Controller) createRouter(md *api.ModelDeployment, w operator.RouterWorkload) {
+	c.createPod(c.routerPodSpec(md, w), "router "+md.Spec.Router.Name)
+}
+
+// routerPodSpec is one router Pod of template w (a generated name): every
+// container of the template with its ConfigMap env and mounts.
+func (c *Controller) routerPodSpec(md *api.ModelDeployment, w operator.RouterWorkload) kubelet.PodSpec {
 	spec := kubelet.PodSpec{
 		Name:        kubelet.GenerateName(w.Name + "-" + w.TemplateHash + "-"),
 		Namespace:   md.Metadata.Namespace,
@@ -303,7 +336,7 @@ func (c *Controller) createRouter(md *api.ModelDeployment, w operator.RouterWork
 	for _, t := range w.Containers {
 		spec.Containers = append(spec.Containers, c.containerSpec(t, w.Name))
 	}
-	c.createPod(spec, "router "+md.Spec.Router.Name)
+	return spec
 }
 
 // containerSpec is a rendered container template on the kubelet: its

@@ -18,10 +18,14 @@ import (
 // candidate whose ports are already taken (another process, a socket in
 // TIME_WAIT) is skipped.
 type ipAllocator struct {
-	mu     sync.Mutex
-	second int
-	next   int
-	inUse  map[string]bool
+	mu sync.Mutex
+	// first and second are the /16 the addresses come from: 127.<pid>
+	// by default, or Options.PodCIDR's.
+	first, second int
+	// start is the first candidate: 10.244.0.0/24 is left to the node.
+	start int
+	next  int
+	inUse map[string]bool
 }
 
 // addressesPerProcess is how many addresses one /16 offers (.1–.253 of 256
@@ -32,7 +36,22 @@ var podIPs = newIPAllocator(os.Getpid())
 
 func newIPAllocator(pid int) *ipAllocator {
 	// 127.0.x.x is left alone: 127.0.0.1 and resolvers like 127.0.0.53 live there.
-	return &ipAllocator{second: 1 + pid%254, inUse: map[string]bool{}}
+	return &ipAllocator{first: 127, second: 1 + pid%254, inUse: map[string]bool{}}
+}
+
+// newCIDRAllocator hands out addresses of an IPv4 /16 (Options.PodCIDR),
+// from its .1.1 up: the first /24 is left for the node's own address.
+func newCIDRAllocator(cidr string) (*ipAllocator, error) {
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet: PodCIDR %q: %w", cidr, err)
+	}
+	ones, bits := n.Mask.Size()
+	ip4 := n.IP.To4()
+	if ip4 == nil || bits != 32 || ones != 16 {
+		return nil, fmt.Errorf("kubelet: PodCIDR %q must be an IPv4 /16 such as 10.244.0.0/16", cidr)
+	}
+	return &ipAllocator{first: int(ip4[0]), second: int(ip4[1]), start: 253, next: 253, inUse: map[string]bool{}}, nil
 }
 
 // allocate returns an unused address on which every port in ports can be
@@ -42,10 +61,12 @@ func newIPAllocator(pid int) *ipAllocator {
 func (a *ipAllocator) allocate(ports []int) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for range addressesPerProcess {
+	for range addressesPerProcess - a.start {
 		n := a.next
-		a.next = (a.next + 1) % addressesPerProcess
-		ip := fmt.Sprintf("127.%d.%d.%d", a.second, n/253, n%253+1)
+		if a.next++; a.next == addressesPerProcess {
+			a.next = a.start
+		}
+		ip := fmt.Sprintf("%d.%d.%d.%d", a.first, a.second, n/253, n%253+1)
 		if a.inUse[ip] {
 			continue
 		}
@@ -58,7 +79,7 @@ func (a *ipAllocator) allocate(ports []int) (string, error) {
 		a.inUse[ip] = true
 		return ip, nil
 	}
-	return "", fmt.Errorf("allocate pod IP: all %d addresses of 127.%d.0.0/16 are in use", addressesPerProcess, a.second)
+	return "", fmt.Errorf("allocate pod IP: all %d addresses of %d.%d.0.0/16 are in use", addressesPerProcess-a.start, a.first, a.second)
 }
 
 func (a *ipAllocator) release(ip string) {

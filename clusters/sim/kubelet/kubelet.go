@@ -76,6 +76,15 @@ type Options struct {
 	// order, as a watch on the API server delivers them. It must not call
 	// the kubelet.
 	StatusSink func(PodUpdate)
+	// PodCIDR, if set, is an IPv4 /16 the Pod IPs come from (its first /24
+	// is left for the node), e.g. 10.244.0.0/16 inside a private network
+	// namespace whose loopback carries it; default: a loopback /16.
+	PodCIDR string
+	// PodWatcher, if set, is the Pods API a container with WatchPods gets
+	// (e.g. one backed by a real API server); default: this kubelet's Pods.
+	PodWatcher proc.PodWatcher
+	// NodeName names the node in the Scheduled event (default "sim-node").
+	NodeName string
 }
 
 // PodUpdate is one change of a Pod, for Options.StatusSink.
@@ -102,6 +111,9 @@ type Event struct {
 type Kubelet struct {
 	opts  Options
 	probe *http.Client
+	ips   *ipAllocator
+	// ipErr is a bad Options.PodCIDR, returned by every Create.
+	ipErr error
 
 	mu       sync.Mutex
 	pods     map[string]*pod
@@ -136,19 +148,30 @@ func New(opts Options) *Kubelet {
 		DisableCompression:  true,
 		Proxy:               nil,
 	}
-	return &Kubelet{
+	if opts.NodeName == "" {
+		opts.NodeName = "sim-node"
+	}
+	k := &Kubelet{
 		opts:     opts,
 		probe:    &http.Client{Transport: tr, Timeout: opts.ProbeTimeout},
+		ips:      podIPs,
 		pods:     map[string]*pod{},
 		watchers: map[int]chan struct{}{},
 	}
+	if opts.PodCIDR != "" {
+		k.ips, k.ipErr = newCIDRAllocator(opts.PodCIDR)
+	}
+	return k
 }
 
 // PodSpec is what a Pod runs.
 type PodSpec struct {
 	// Name must be unique in the namespace; use GenerateName for a suffix.
-	Name        string
-	Namespace   string
+	Name      string
+	Namespace string
+	// UID is the Pod's UID when an API server assigned one; empty: a
+	// fresh one (NewUID).
+	UID         string
 	Labels      map[string]string
 	Annotations map[string]string
 	Containers  []ContainerSpec
@@ -282,15 +305,23 @@ func (k *Kubelet) Create(spec PodSpec) (PodStatus, error) {
 	for _, c := range spec.Containers {
 		ports = append(ports, c.Ports...)
 	}
-	ip, err := podIPs.allocate(ports)
+	if k.ipErr != nil {
+		return PodStatus{}, k.ipErr
+	}
+	ip, err := k.ips.allocate(ports)
 	if err != nil {
 		return PodStatus{}, err
+	}
+	uid := spec.UID
+	if uid == "" {
+		uid = NewUID()
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pod{
 		spec:    spec,
-		uid:     NewUID(),
+		uid:     uid,
+		ips:     k.ips,
 		ip:      ip,
 		created: time.Now(),
 		phase:   PhasePending,
@@ -309,13 +340,13 @@ func (k *Kubelet) Create(spec PodSpec) (PodStatus, error) {
 	if k.stopping {
 		k.mu.Unlock()
 		cancel()
-		podIPs.release(ip)
+		k.ips.release(ip)
 		return PodStatus{}, ErrStopping
 	}
 	if _, exists := k.pods[key]; exists {
 		k.mu.Unlock()
 		cancel()
-		podIPs.release(ip)
+		k.ips.release(ip)
 		return PodStatus{}, fmt.Errorf("pods %q already exists", spec.Name)
 	}
 	k.pods[key] = p
@@ -327,7 +358,7 @@ func (k *Kubelet) Create(spec PodSpec) (PodStatus, error) {
 	st := p.statusLocked()
 	k.mu.Unlock()
 
-	k.event(p, "Normal", "Scheduled", "Successfully assigned "+key+" to sim-node")
+	k.event(p, "Normal", "Scheduled", "Successfully assigned "+key+" to "+k.opts.NodeName)
 	k.changed(p)
 	return st, nil
 }
@@ -444,8 +475,8 @@ func (k *Kubelet) terminate(p *pod, fast bool) {
 	p.phase = PhaseSucceeded
 	p.removed = true
 	k.mu.Unlock()
-	podIPs.release(p.ip)
-	podIPs.release(p.privateIP)
+	p.ips.release(p.ip)
+	p.ips.release(p.privateIP)
 	close(p.gone)
 	k.changed(p)
 }
@@ -677,7 +708,7 @@ func (p *pod) loopback() (string, error) {
 	p.lmu.Lock()
 	defer p.lmu.Unlock()
 	if p.privateIP == "" {
-		ip, err := podIPs.allocate(nil)
+		ip, err := p.ips.allocate(nil)
 		if err != nil {
 			return "", err
 		}

@@ -535,3 +535,50 @@ func TestStatusSinkDeliversEveryChangeInOrder(t *testing.T) {
 		t.Fatalf("stages %s (from %d updates), want created,ready,deleting,removed", got, len(seen))
 	}
 }
+
+// A Pod CIDR gives addresses from that /16, past its first /24 (the
+// node's); 127.77.0.0/16 is on lo here as 10.244.0.0/16 is in the
+// apiserver tier's network namespace.
+func TestPodCIDRGivesAddressesFromThatRange(t *testing.T) {
+	k := newKubelet(t, Options{PodCIDR: "127.77.0.0/16"})
+	st, err := k.Create(podSpec("cidr", simtest.Engine, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.IP != "127.77.1.1" {
+		t.Errorf("first Pod IP %s, want 127.77.1.1 (127.77.0.0/24 is the node's)", st.IP)
+	}
+	for _, bad := range []string{"10.0.0.0/8", "fd00::/16", "not-a-cidr"} {
+		_, err := newKubelet(t, Options{PodCIDR: bad}).Create(podSpec("bad", simtest.Engine, nil))
+		if err == nil || !strings.Contains(err.Error(), "PodCIDR") {
+			t.Errorf("PodCIDR %q: create = %v, want an error naming PodCIDR", bad, err)
+		}
+	}
+}
+
+// An API server's UID is kept, and a router gets the given Pods API.
+func TestPodUIDAndPodWatcherFromOptions(t *testing.T) {
+	other := New(Options{})
+	seen := make(chan proc.PodWatcher, 1)
+	k := newKubelet(t, Options{PodWatcher: other.Pods(), NodeName: "node-a"})
+	spec := podSpec("watcher", func(ctx context.Context, c *proc.Container) int {
+		seen <- c.Pods
+		<-ctx.Done()
+		return 0
+	}, nil)
+	spec.UID = "0b7e2f6c-3d1a-4c55-9e0f-1a2b3c4d5e6f"
+	spec.Containers[0].WatchPods = true
+	st, err := k.Create(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.UID != spec.UID {
+		t.Errorf("UID %s, want the given %s", st.UID, spec.UID)
+	}
+	if got := <-seen; got != other.Pods() {
+		t.Errorf("the container got %v, want Options.PodWatcher", got)
+	}
+	if ev := k.Events("ns", "watcher"); len(ev) == 0 || !strings.HasSuffix(ev[0].Message, " to node-a") {
+		t.Errorf("Scheduled event %v, want it to name node-a", ev)
+	}
+}

@@ -17,6 +17,7 @@ import (
 type pod struct {
 	spec         PodSpec
 	uid, ip      string
+	ips          *ipAllocator // where ip (and privateIP) came from
 	created      time.Time
 	phase        string
 	deletionTime *time.Time
@@ -186,6 +187,9 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 	}
 	if c.spec.WatchPods {
 		view.Pods = k.Pods()
+		if k.opts.PodWatcher != nil {
+			view.Pods = k.opts.PodWatcher
+		}
 	}
 
 	k.mu.Lock()

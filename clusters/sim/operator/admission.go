@@ -110,12 +110,26 @@ func Admit(old, md *api.ModelDeployment) error {
 // the structural schema before it calls the validating webhook, so a schema
 // refusal hides the webhook's.
 //
-// AdmissionError.Message is the webhook's own message (the field.Error
-// detail) for an Invalid refusal; for other kinds it is the API server's body,
-// e.g. `Required value` or `Unsupported value: "x": supported values: ...`.
+// AdmissionError.Message is the refusal as the API server prints it after
+// the field path, bad value included, e.g. `Invalid value: "--port=1":
+// "--port" is set by the operator ...`, `Required value` or `Unsupported
+// value: "x": supported values: ...` (field.Error.ErrorBody).
 func Validate(old, md *api.ModelDeployment) []*clusters.AdmissionError {
 	if md == nil {
 		return []*clusters.AdmissionError{{Message: "no ModelDeployment given"}}
+	}
+	return toAdmission(FieldErrors(old, md))
+}
+
+// FieldErrors is Validate's refusals as the field errors the operator's
+// webhook hands to apierrors.NewInvalid (ValidateCreate, ValidateUpdate in
+// gpustack/gpustack-operator pkg/worker/webhooks/worker/model_deployment.go),
+// each with its bad value, so a webhook serving them reads exactly as the
+// operator's: `spec.router.extraArgs[0]: Invalid value: "--port": ...`.
+// Defaults are applied to copies of both objects first.
+func FieldErrors(old, md *api.ModelDeployment) field.ErrorList {
+	if md == nil {
+		return field.ErrorList{field.Required(field.NewPath("spec"), "no ModelDeployment given")}
 	}
 	md = DeepCopy(md)
 	Default(md)
@@ -124,24 +138,20 @@ func Validate(old, md *api.ModelDeployment) []*clusters.AdmissionError {
 		Default(old)
 	}
 	if errs := validateSchema(md); len(errs) > 0 {
-		return toAdmission(errs)
+		return errs
 	}
 	errs := validateObject(md, roleNames(old))
 	if old != nil {
 		errs = append(errs, validateIdentity(md, old)...)
 		errs = append(errs, validateRouterName(md, old)...)
 	}
-	return toAdmission(errs)
+	return errs
 }
 
 func toAdmission(errs field.ErrorList) []*clusters.AdmissionError {
 	out := make([]*clusters.AdmissionError, 0, len(errs))
 	for _, e := range errs {
-		msg := e.ErrorBody()
-		if e.Type == field.ErrorTypeInvalid && e.Detail != "" {
-			msg = e.Detail
-		}
-		out = append(out, &clusters.AdmissionError{Field: e.Field, Message: msg})
+		out = append(out, &clusters.AdmissionError{Field: e.Field, Message: e.ErrorBody()})
 	}
 	return out
 }

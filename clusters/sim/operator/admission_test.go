@@ -51,7 +51,13 @@ func mustRefuse(t *testing.T, err error, field, message string) {
 	if !ok {
 		t.Fatalf("want *clusters.AdmissionError at %s, got %v", field, err)
 	}
-	if ae.Field != field || ae.Message != message {
+	// An Invalid refusal reads `Invalid value: <bad value>: <message>`, as
+	// the API server prints it; TestRefusalsCarryTheBadValue pins the values.
+	got := ae.Message
+	if strings.HasPrefix(got, "Invalid value: ") && strings.HasSuffix(got, ": "+message) {
+		got = message
+	}
+	if ae.Field != field || got != message {
 		t.Fatalf("refusal mismatch\n got: %s: %s\nwant: %s: %s", ae.Field, ae.Message, field, message)
 	}
 }
@@ -349,9 +355,13 @@ func TestDefaultAppliesSchemaAndWebhookDefaults(t *testing.T) {
 		Resources: &api.Resources{Accelerator: "0"}, Ports: []api.Port{{Port: 8000}}})
 	Default(md)
 	r := md.Spec.Roles[0]
-	if r.Kind != api.RoleKindServer || *r.Replicas != 1 || *r.Size != 1 || r.Resources.Accelerator != "1" ||
-		*r.TerminationGracePeriodSeconds != 30 {
+	if r.Kind != api.RoleKindServer || *r.Replicas != 1 || *r.Size != 1 || r.Resources.Accelerator != "1" {
 		t.Fatalf("defaults not applied: %+v", r)
+	}
+	// The operator's schema has no default for the grace period: a real API
+	// server stores the role without one.
+	if r.TerminationGracePeriodSeconds != nil {
+		t.Fatalf("terminationGracePeriodSeconds defaulted to %d; the schema has no default", *r.TerminationGracePeriodSeconds)
 	}
 	if md.Spec.Roles[1].Resources.Accelerator != "0" {
 		t.Fatalf("an explicit zero accelerator is kept")
@@ -361,5 +371,31 @@ func TestDefaultAppliesSchemaAndWebhookDefaults(t *testing.T) {
 	}
 	if md.Spec.Router.Replicas != nil {
 		t.Fatalf("router replicas has no schema default")
+	}
+}
+
+// Every refusal carries its bad value the way the operator's webhook writes
+// it (field.Invalid with the value, through apierrors.NewInvalid), both in
+// the field errors a webhook serves and in the sim's AdmissionError.
+func TestRefusalsCarryTheBadValue(t *testing.T) {
+	md := newMD(api.RouterVLLM, api.EngineVLLM)
+	md.Spec.Router.ExtraArgs = []string{"--port=9000"}
+	errs := FieldErrors(nil, md)
+	if len(errs) != 1 || errs[0].BadValue != "--port=9000" {
+		t.Fatalf("field errors %v, want one with bad value --port=9000", errs)
+	}
+	want := `spec.router.extraArgs[0]: Invalid value: "--port=9000": ` + RouterRefusal("--port", api.RouterVLLM)
+	if errs[0].Error() != want {
+		t.Errorf("field error\n got: %s\nwant: %s", errs[0].Error(), want)
+	}
+	ae, _ := AsAdmissionError(Admit(nil, md))
+	if ae == nil || ae.Field+": "+ae.Message != want {
+		t.Errorf("AdmissionError %+v, want %s", ae, want)
+	}
+
+	old := newMD(api.RouterVLLM, api.EngineVLLM)
+	renamed := newMD(api.RouterLLMD, api.EngineVLLM)
+	if ae, _ := AsAdmissionError(Admit(old, renamed)); ae == nil || ae.Message != `Invalid value: "llm-d-router": field is immutable` {
+		t.Errorf("router rename: %+v, want the new name as the bad value", ae)
 	}
 }

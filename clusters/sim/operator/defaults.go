@@ -8,21 +8,22 @@ import (
 
 // Defaults the CRD schema and the mutating webhook apply (docs/operator.md#spec-fields).
 const (
-	DefaultReplicas                      int32 = 1
-	DefaultSize                          int32 = 1
-	DefaultAccelerator                         = "1"
-	DefaultTerminationGracePeriodSeconds int64 = 30
-	DefaultKVCacheConnector                    = "Mooncake"
-	DefaultPortProtocol                        = "TCP"
+	DefaultReplicas         int32 = 1
+	DefaultSize             int32 = 1
+	DefaultAccelerator            = "1"
+	DefaultKVCacheConnector       = "Mooncake"
+	DefaultPortProtocol           = "TCP"
 )
 
 // Default applies what reaches storage before validation: the schema
-// defaults (kind Server, replicas 1, size 1, port protocol TCP, grace period
-// 30 s, kvCache connector Mooncake) and the mutating webhook's one default, an
+// defaults (kind Server, replicas 1, size 1, port protocol TCP, kvCache
+// connector Mooncake) and the mutating webhook's one default, an
 // accelerator count of 1 on an acceleratable InstanceType. The sim has no
 // InstanceType objects, so every named type counts as acceleratable; an
 // explicit value (including "0") is kept, as the webhook keeps it.
-// spec.router.replicas has no schema default (absent reads as 1) and stays nil.
+// spec.router.replicas has no schema default (absent reads as 1) and stays nil;
+// neither has roles[].terminationGracePeriodSeconds (a real API server
+// stores it unset; the Pod's own default of 30 s applies downstream).
 func Default(md *api.ModelDeployment) {
 	if md == nil {
 		return
@@ -37,9 +38,6 @@ func Default(md *api.ModelDeployment) {
 		}
 		if r.Size == nil {
 			r.Size = api.Ptr(DefaultSize)
-		}
-		if r.TerminationGracePeriodSeconds == nil {
-			r.TerminationGracePeriodSeconds = api.Ptr(DefaultTerminationGracePeriodSeconds)
 		}
 		for j := range r.Ports {
 			if r.Ports[j].Protocol == "" {

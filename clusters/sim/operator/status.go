@@ -90,7 +90,8 @@ func ComputeStatus(md *api.ModelDeployment, prev *api.ModelDeploymentStatus, obs
 	if validity <= 0 {
 		validity = DefaultServingValidity
 	}
-	st := api.ModelDeploymentStatus{ObservedGeneration: md.Metadata.Generation}
+	// Status has no observedGeneration; each condition carries it (below).
+	st := api.ModelDeploymentStatus{}
 	byRole := map[string]RoleObservation{}
 	for _, r := range obs.Roles {
 		byRole[r.Name] = r
@@ -115,7 +116,10 @@ func ComputeStatus(md *api.ModelDeployment, prev *api.ModelDeploymentStatus, obs
 	for i := range md.Spec.Roles {
 		role := &md.Spec.Roles[i]
 		ro := byRole[role.Name]
-		rs := api.RoleStatus{Name: role.Name, Kind: role.RoleKind(), Desired: role.RoleReplicas()}
+		// The sim has no Kueue: every replica's quota is reserved (QuotaReserved
+		// True/Reserved below), so the count is the desired one.
+		rs := api.RoleStatus{Name: role.Name, Kind: role.RoleKind(), Desired: role.RoleReplicas(),
+			QuotaReserved: role.RoleReplicas(), Unmanaged: len(role.Command) > 0}
 		for _, p := range ro.Pods {
 			if p.Ready && !p.Deleting {
 				rs.Ready++

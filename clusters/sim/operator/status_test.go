@@ -183,6 +183,29 @@ func TestParseObserver(t *testing.T) {
 	}
 }
 
+// The schema requires every role status to say how many replicas hold
+// quota and whether the role is unmanaged; the sim reserves every replica.
+func TestStatusRolesCarryQuotaAndUnmanaged(t *testing.T) {
+	md, role := twoServers()
+	md.Spec.Roles = append(md.Spec.Roles, api.Role{Name: "own", InstanceType: "gpu-h100",
+		Replicas: api.Ptr[int32](3), Command: []string{"vllm", "serve", "m"}})
+	st := ComputeStatus(md, nil, Observation{Now: time.Now(), Roles: []RoleObservation{role}})
+	if len(st.Roles) != 2 {
+		t.Fatalf("roles %+v", st.Roles)
+	}
+	if r := st.Roles[0]; r.QuotaReserved != 2 || r.Unmanaged || r.Kind != api.RoleKindServer {
+		t.Errorf("managed role status %+v, want quotaReserved 2, managed, kind Server", r)
+	}
+	if r := st.Roles[1]; r.QuotaReserved != 3 || !r.Unmanaged {
+		t.Errorf("take-over role status %+v, want quotaReserved 3, unmanaged", r)
+	}
+	for _, c := range st.Conditions {
+		if c.ObservedGeneration != md.Metadata.Generation {
+			t.Errorf("condition %s observedGeneration %d, want %d", c.Type, c.ObservedGeneration, md.Metadata.Generation)
+		}
+	}
+}
+
 // llm-d's observer (on the EPP's metrics port) writes port as a string and
 // a last_job journal for recently dispatched endpoints.
 func TestParseObserverOfTheEPP(t *testing.T) {

@@ -59,7 +59,8 @@ func TestValidateRefusesWithTheOperatorsInvalidStatus(t *testing.T) {
 	if resp.Allowed || resp.Result == nil {
 		t.Fatalf("--port admitted: %+v", resp)
 	}
-	want := `ModelDeployment.worker.gpustack.ai "p" is invalid: spec.router.extraArgs[0]: Invalid value: ` +
+	// The operator's text exactly: the bad value, then its refusal.
+	want := `ModelDeployment.worker.gpustack.ai "p" is invalid: spec.router.extraArgs[0]: Invalid value: "--port=9": ` +
 		operator.RouterRefusal("--port", api.RouterVLLM)
 	if resp.Result.Message != want || resp.Result.Code != http.StatusUnprocessableEntity {
 		t.Errorf("result %d %q, want 422 %q", resp.Result.Code, resp.Result.Message, want)
@@ -79,13 +80,13 @@ func TestValidateUpdateSeesTheOldObject(t *testing.T) {
 	renamed := Probe("p")
 	unstructured.SetNestedField(renamed.Object, api.RouterLLMD, "spec", "router", "name")
 	resp := validate(&admissionv1.AdmissionRequest{Operation: admissionv1.Update, Object: raw(t, renamed), OldObject: raw(t, old)})
-	if resp.Allowed || !strings.Contains(resp.Result.Message, "spec.router.name: Invalid value: field is immutable") {
+	if resp.Allowed || !strings.Contains(resp.Result.Message, `spec.router.name: Invalid value: "llm-d-router": field is immutable`) {
 		t.Errorf("router rename: %+v", resp.Result)
 	}
 }
 
 // The sim's Required refusals stay Required errors.
-func TestFieldErrorsKeepsRequiredRefusals(t *testing.T) {
+func TestValidateKeepsRequiredRefusals(t *testing.T) {
 	md := Probe("p")
 	unstructured.RemoveNestedField(md.Object, "spec", "engine", "version")
 	resp := validate(&admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: raw(t, md)})

@@ -4,60 +4,40 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 )
 
 var groupKind = schema.GroupKind{Group: api.Group, Kind: api.Kind}
 
 // validate answers a CREATE or UPDATE of a ModelDeployment with the sim
-// operator's Validate. A refusal is returned the way the operator's
-// controller-runtime validator returns one: apierrors.NewInvalid over the
-// field errors (422 Invalid). The sim reports each refusal's field and
-// message but not the offending value, so the value is omitted from the text
-// ("spec.router.extraArgs[0]: Invalid value: <message>").
+// operator's field errors, as the operator's controller-runtime validator
+// answers: apierrors.NewInvalid over them (422 Invalid), each with its bad
+// value, so the API server's message reads as the operator's
+// ("spec.router.extraArgs[0]: Invalid value: \"--port\": ...").
 func validate(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	md, err := decode(req.Object.Raw)
+	md, err := Decode(req.Object.Raw)
 	if err != nil {
 		return errored(err)
 	}
 	var old *api.ModelDeployment
 	if req.Operation == admissionv1.Update {
-		if old, err = decode(req.OldObject.Raw); err != nil {
+		if old, err = Decode(req.OldObject.Raw); err != nil {
 			return errored(fmt.Errorf("old object: %w", err))
 		}
 	}
-	refusals := operator.Validate(old, md)
-	if len(refusals) == 0 {
+	errs := operator.FieldErrors(old, md)
+	if len(errs) == 0 {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
-	st := apierrors.NewInvalid(groupKind, md.Metadata.Name, fieldErrors(refusals)).Status()
+	st := apierrors.NewInvalid(groupKind, md.Metadata.Name, errs).Status()
 	return &admissionv1.AdmissionResponse{Allowed: false, Result: &st}
-}
-
-// fieldErrors turns the sim's refusals back into field errors: a message the
-// sim rendered as "Required value: ..." is a Required error, any other is the
-// webhook's own Invalid detail.
-func fieldErrors(refusals []*clusters.AdmissionError) field.ErrorList {
-	const required = "Required value"
-	errs := make(field.ErrorList, 0, len(refusals))
-	for _, r := range refusals {
-		e := &field.Error{Type: field.ErrorTypeInvalid, Field: r.Field, BadValue: field.OmitValueType{}, Detail: r.Message}
-		if rest, ok := strings.CutPrefix(r.Message, required); ok {
-			e.Type, e.Detail = field.ErrorTypeRequired, strings.TrimPrefix(rest, ": ")
-		}
-		errs = append(errs, e)
-	}
-	return errs
 }
 
 // mutate applies the one default gpustack-operator's mutating webhook owns:
@@ -69,7 +49,7 @@ func fieldErrors(refusals []*clusters.AdmissionError) field.ErrorList {
 // every named InstanceType as acceleratable; the tier installs only
 // acceleratable ones.
 func mutate(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	md, err := decode(req.Object.Raw)
+	md, err := Decode(req.Object.Raw)
 	if err != nil {
 		return errored(err)
 	}
@@ -109,10 +89,11 @@ type jsonPatchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// decode reads a ModelDeployment as the sim's types hold it. An accelerator
-// count written as a JSON number (the schema takes an int-or-string
-// quantity) is read as its decimal string, the form the sim's type holds.
-func decode(raw []byte) (*api.ModelDeployment, error) {
+// Decode reads a stored ModelDeployment (JSON) as the sim's types hold it.
+// An accelerator count written as a JSON number (the schema takes an
+// int-or-string quantity) is read as its decimal string, the form the sim's
+// type holds.
+func Decode(raw []byte) (*api.ModelDeployment, error) {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("decode ModelDeployment: %w", err)

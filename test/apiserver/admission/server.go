@@ -25,6 +25,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/gpustack/routing-conformance/test/apiserver/testca"
 )
 
 // Webhook paths, in the operator's generated form
@@ -53,7 +55,7 @@ type Server struct {
 // test CA. Close stops it.
 func Serve() (*Server, error) {
 	ip := net.IPv4(127, 0, 0, 1)
-	ca, err := newTestCA(ip)
+	ca, err := testca.New("sim operator webhook", ip)
 	if err != nil {
 		return nil, err
 	}

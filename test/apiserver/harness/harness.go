@@ -52,6 +52,12 @@ type Options struct {
 	Controllers []string
 	// APIServerFlags are added after DefaultAPIServerFlags.
 	APIServerFlags []string
+	// Restartable puts the API server behind a stable address with a
+	// stable identity, so StopAPIServer and StartAPIServer can restart it
+	// under its clients: a serving certificate from a test CA, a static
+	// cluster-admin token, and a TCP front on a fixed loopback port that
+	// Config and Kubeconfig name.
+	Restartable bool
 }
 
 // Cluster is a running control plane.
@@ -67,6 +73,14 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	stops []func() // run in reverse order by Stop
+
+	// Restartable clusters only: how to start the API server again, the
+	// running one's teardown, and the front that clients dial.
+	t        *testing.T
+	flags    []string
+	storage  *storagebackend.Config
+	teardown func()
+	front    *front
 }
 
 // Start brings up etcd, kube-apiserver and the controllers, or fails t. The
@@ -101,17 +115,26 @@ func start(t *testing.T, opts Options) (*Cluster, error) {
 
 	storage := storagebackend.NewDefaultConfig(path.Join("/", "registry"), nil)
 	storage.Transport.ServerList = []string{etcd.URL}
-	flags := append(append([]string{}, DefaultAPIServerFlags...), opts.APIServerFlags...)
-	api, err := kubeapiservertesting.StartTestServer(t, kubeapiservertesting.NewDefaultTestServerOptions(), flags, storage)
-	if err != nil {
-		return c, fmt.Errorf("kube-apiserver: %w", err)
+	c.t, c.storage = t, storage
+	c.flags = append(append([]string{}, DefaultAPIServerFlags...), opts.APIServerFlags...)
+	var identity *rest.Config
+	if opts.Restartable {
+		if identity, err = c.stableIdentity(dir); err != nil {
+			return c, err
+		}
 	}
-	c.onStop(api.TearDownFn)
-	c.Dirs = append(c.Dirs, api.TmpDir)
+	api, err := c.startAPIServer()
+	if err != nil {
+		return c, err
+	}
+	c.onStop(c.stopAPIServer)
 	c.Config = rest.CopyConfig(api.ClientConfig)
+	if opts.Restartable {
+		c.Config = identity
+	}
 
 	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, c.Config); err != nil {
+	if err := WriteKubeconfig(c.Kubeconfig, c.Config); err != nil {
 		return c, err
 	}
 
@@ -133,6 +156,57 @@ func start(t *testing.T, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
+// startAPIServer starts kube-apiserver on the cluster's etcd with its flags
+// and points the front (if any) at it.
+func (c *Cluster) startAPIServer() (kubeapiservertesting.TestServer, error) {
+	api, err := kubeapiservertesting.StartTestServer(c.t, kubeapiservertesting.NewDefaultTestServerOptions(), c.flags, c.storage)
+	if err != nil {
+		return api, fmt.Errorf("kube-apiserver: %w", err)
+	}
+	c.mu.Lock()
+	c.teardown = api.TearDownFn
+	c.Dirs = append(c.Dirs, api.TmpDir)
+	c.mu.Unlock()
+	if c.front != nil {
+		c.front.point(strings.TrimPrefix(api.ClientConfig.Host, "https://"))
+	}
+	return api, nil
+}
+
+// stopAPIServer tears the running API server down, if one runs.
+func (c *Cluster) stopAPIServer() {
+	c.mu.Lock()
+	teardown := c.teardown
+	c.teardown = nil
+	c.mu.Unlock()
+	if c.front != nil {
+		c.front.point("")
+	}
+	if teardown != nil {
+		teardown()
+	}
+}
+
+// StopAPIServer stops the API server of a Restartable cluster: its clients
+// find the address refusing connections until StartAPIServer.
+func (c *Cluster) StopAPIServer() error {
+	if c.front == nil {
+		return errors.New("harness: StopAPIServer needs Options.Restartable")
+	}
+	c.stopAPIServer()
+	return nil
+}
+
+// StartAPIServer starts the API server of a Restartable cluster again, on
+// the same etcd and with the same identity, behind the same address.
+func (c *Cluster) StartAPIServer() error {
+	if c.front == nil {
+		return errors.New("harness: StartAPIServer needs Options.Restartable")
+	}
+	_, err := c.startAPIServer()
+	return err
+}
+
 // Stop ends the controllers, the API server and etcd, in that order, and
 // removes the directories they wrote. It is safe to call more than once.
 func (c *Cluster) Stop() {
@@ -151,9 +225,9 @@ func (c *Cluster) onStop(f func()) {
 	c.stops = append(c.stops, f)
 }
 
-// writeKubeconfig writes cfg's server, CA, TLS server name and bearer token
+// WriteKubeconfig writes cfg's server, CA, TLS server name and bearer token
 // as a one-context kubeconfig.
-func writeKubeconfig(file string, cfg *rest.Config) error {
+func WriteKubeconfig(file string, cfg *rest.Config) error {
 	if cfg.BearerToken == "" || len(cfg.TLSClientConfig.CAData) == 0 {
 		return errors.New("the API server's loopback client config has no token or CA to write to a kubeconfig")
 	}

@@ -154,3 +154,61 @@ func children(t *testing.T) []string {
 	}
 	return out
 }
+
+// A Restartable cluster's API server stops and starts again under its
+// clients: while it is down a request fails at once instead of hanging, and
+// afterwards the same client config (and kubeconfig) reads what was stored
+// before, from the same etcd.
+func TestRestart(t *testing.T) {
+	c := Start(t, Options{Restartable: true})
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(c.Config)
+	ns := createNamespace(t, kube, "rc-harness-restart")
+
+	if err := c.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	down, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := kube.CoreV1().Namespaces().Get(down, ns, metav1.GetOptions{}); err == nil {
+		t.Fatal("the API server answered while stopped")
+	} else if down.Err() != nil {
+		t.Fatalf("a request to the stopped API server hung until the deadline: %v", err)
+	}
+
+	if err := c.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, client := range map[string]kubernetes.Interface{"config": kube, "kubeconfig": kubernetes.NewForConfigOrDie(fromFile)} {
+		if _, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+			t.Errorf("after the restart, through the %s: namespace %s: %v", name, ns, err)
+		}
+	}
+	// The controllers reconnected too: a deletion is still finalized.
+	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, "namespace "+ns+" after the restart", func(ctx context.Context) error {
+		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err
+	})
+
+	c.Stop()
+	if listening, err := netns.Listeners(); err != nil || len(listening) > 0 {
+		t.Errorf("sockets still listening after Stop of a restarted cluster: %v (%v)", listening, err)
+	}
+}
+
+func TestRestartNeedsRestartable(t *testing.T) {
+	c := &Cluster{}
+	if err := c.StopAPIServer(); err == nil || !strings.Contains(err.Error(), "Options.Restartable") {
+		t.Errorf("StopAPIServer on a plain cluster: %v", err)
+	}
+	if err := c.StartAPIServer(); err == nil || !strings.Contains(err.Error(), "Options.Restartable") {
+		t.Errorf("StartAPIServer on a plain cluster: %v", err)
+	}
+}

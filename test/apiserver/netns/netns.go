@@ -72,17 +72,34 @@ func Require(t testing.TB) {
 
 // Missing says what this machine lacks for the tier, or "" when it has all of
 // it: root, unshare and ip on PATH, and a working `unshare --net`.
-func Missing() string {
-	if os.Geteuid() != 0 {
+func Missing() string { return host{}.missing() }
+
+// host is what Missing asks of the machine; tests replace each question.
+type host struct {
+	euid     func() int
+	lookPath func(string) (string, error)
+	unshare  func() ([]byte, error)
+}
+
+func (h host) missing() string {
+	if h.euid == nil {
+		h.euid = os.Geteuid
+	}
+	if h.lookPath == nil {
+		h.lookPath = exec.LookPath
+	}
+	if h.unshare == nil {
+		h.unshare = func() ([]byte, error) { return exec.Command("unshare", "--net", "true").CombinedOutput() }
+	}
+	if h.euid() != 0 {
 		return "needs root to create a private network namespace (unshare --net); run `make test-apiserver` as root"
 	}
 	for _, tool := range []string{"unshare", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
+		if _, err := h.lookPath(tool); err != nil {
 			return fmt.Sprintf("needs %s on PATH (util-linux unshare, iproute2 ip) to set up the private network namespace", tool)
 		}
 	}
-	out, err := exec.Command("unshare", "--net", "true").CombinedOutput()
-	if err != nil {
+	if out, err := h.unshare(); err != nil {
 		return fmt.Sprintf("`unshare --net true` failed (%v: %s); the tier needs CAP_SYS_ADMIN to create a network namespace", err, strings.TrimSpace(string(out)))
 	}
 	return ""

@@ -1,9 +1,11 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -45,5 +47,40 @@ func TestListenersSeesALoopbackListener(t *testing.T) {
 	l.Close()
 	if has() {
 		t.Errorf("Listeners() still lists 127.0.0.1%s after Close", port)
+	}
+}
+
+// Each thing the tier needs, when missing, is named in one line.
+func TestMissingNamesWhatIsMissing(t *testing.T) {
+	root := func() int { return 0 }
+	found := func(string) (string, error) { return "/usr/bin/x", nil }
+	works := func() ([]byte, error) { return nil, nil }
+	for _, tc := range []struct {
+		name string
+		h    host
+		want string
+	}{
+		{"not root", host{euid: func() int { return 1000 }, lookPath: found, unshare: works}, "needs root"},
+		{"no unshare", host{euid: root, lookPath: func(tool string) (string, error) {
+			if tool == "unshare" {
+				return "", exec.ErrNotFound
+			}
+			return "/usr/bin/" + tool, nil
+		}, unshare: works}, "needs unshare on PATH"},
+		{"no ip", host{euid: root, lookPath: func(tool string) (string, error) {
+			if tool == "ip" {
+				return "", exec.ErrNotFound
+			}
+			return "/usr/bin/" + tool, nil
+		}, unshare: works}, "needs ip on PATH"},
+		{"unshare refused", host{euid: root, lookPath: found, unshare: func() ([]byte, error) {
+			return []byte("unshare: unshare failed: Operation not permitted\n"), errors.New("exit status 1")
+		}}, "`unshare --net true` failed (exit status 1: unshare: unshare failed: Operation not permitted); the tier needs CAP_SYS_ADMIN"},
+		{"everything there", host{euid: root, lookPath: found, unshare: works}, ""},
+	} {
+		got := tc.h.missing()
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) || strings.Contains(got, "\n") {
+			t.Errorf("%s: Missing() = %q, want one line containing %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -299,6 +299,36 @@ func TestInstalledAPI(t *testing.T) {
 		if waited := time.Since(start); waited > 30*time.Second {
 			t.Errorf("preflight took %s to report an unanswered webhook", waited)
 		}
+
+		// A Deploy through it fails with the API server's reason within the
+		// webhook's timeout, and leaves no namespace behind.
+		k := newKube(t, c)
+		start = time.Now()
+		_, err = k.Deploy(ctx, &api.ModelDeployment{
+			Metadata: api.ObjectMeta{Name: "timed-out"},
+			Spec: api.ModelDeploymentSpec{
+				Model:  api.Model{Name: "Qwen/Qwen2.5-0.5B-Instruct"},
+				Engine: api.Engine{Name: api.EngineSGLang, Version: "0.5.18"},
+				Router: &api.Router{Name: api.RouterSGLang},
+				Roles:  []api.Role{{Name: "server", Replicas: api.Ptr[int32](2)}},
+			},
+		})
+		t.Logf("deploy through the unanswered webhook (%s): %v", time.Since(start).Round(time.Millisecond), err)
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("deploy through an unanswered webhook: %v, want one line with the API server's reason", err)
+		}
+		if waited := time.Since(start); waited > 30*time.Second {
+			t.Errorf("deploy took %s to fail on an unanswered webhook", waited)
+		}
+		left, err := kc.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRunID + "=" + k.RunID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range left.Items {
+			if ns.DeletionTimestamp == nil {
+				t.Errorf("the failed deploy left namespace %s without deleting it", ns.Name)
+			}
+		}
 	})
 }
 

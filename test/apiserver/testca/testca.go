@@ -1,4 +1,8 @@
-package admission
+// Package testca makes throwaway certificate authorities and the serving
+// certificates they sign, for the tier's TLS servers (the admission
+// webhooks, the sim node's kubelet API, a restartable API server): each
+// lives as long as one test binary.
+package testca
 
 import (
 	"crypto/ecdsa"
@@ -14,22 +18,23 @@ import (
 	"time"
 )
 
-// certValidity is how long the test CA and serving certificate are valid;
-// they live as long as one test binary.
+// certValidity is how long a CA and its serving certificate are valid.
 const certValidity = 24 * time.Hour
 
-// testCA is a throwaway CA and the serving certificate it signed for the
-// webhook's loopback address.
-type testCA struct {
-	// CABundle is the CA certificate in PEM, for the webhook configurations'
-	// clientConfig.caBundle.
+// CA is a throwaway CA and the serving certificate it signed.
+type CA struct {
+	// CABundle is the CA certificate in PEM (a webhook configuration's
+	// clientConfig.caBundle, a kubeconfig's certificate-authority-data).
 	CABundle []byte
-	// Serving is the webhook server's certificate and key.
+	// Serving is the server's certificate and key.
 	Serving tls.Certificate
+	// CertPEM and KeyPEM are Serving in PEM, for servers that read files.
+	CertPEM, KeyPEM []byte
 }
 
-// newTestCA makes a CA and a serving certificate for ip, both ECDSA P-256.
-func newTestCA(ip net.IP) (*testCA, error) {
+// New makes a CA and a serving certificate named name for the given
+// addresses, both ECDSA P-256.
+func New(name string, ips ...net.IP) (*CA, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -59,20 +64,26 @@ func newTestCA(ip net.IP) (*testCA, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "sim operator webhook"},
+		Subject:      pkix.Name{CommonName: name},
 		NotBefore:    now.Add(-time.Minute),
 		NotAfter:     now.Add(certValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{ip},
+		IPAddresses:  ips,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("webhook serving certificate: %w", err)
+		return nil, fmt.Errorf("%s serving certificate: %w", name, err)
 	}
-	return &testCA{
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{
 		CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		Serving:  tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		CertPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}, nil
 }
 

@@ -1,0 +1,158 @@
+// Package stack brings up everything the kube target needs from a cluster,
+// on the tier's real API server: the control plane with the namespace,
+// garbage-collector, deployment and ReplicaSet controllers (package
+// harness), the operator's and Kueue's API with an accelerated InstanceType
+// (install), the sim operator's webhooks (admission), the sim operator's
+// reconcile loop (simoperator) and a sim node running the Pods (simnode).
+// Stop takes it down in reverse order and checks nothing is left.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpustack/routing-conformance/clusters/kube"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine"
+	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/test/apiserver/admission"
+	"github.com/gpustack/routing-conformance/test/apiserver/harness"
+	"github.com/gpustack/routing-conformance/test/apiserver/install"
+	"github.com/gpustack/routing-conformance/test/apiserver/simnode"
+	"github.com/gpustack/routing-conformance/test/apiserver/simoperator"
+)
+
+// Controllers are the kube-controller-manager controllers a stack runs:
+// namespace finalization, garbage collection (owner references), and the
+// Deployment and ReplicaSet controllers that roll the router Deployment.
+var Controllers = append(append([]string{}, harness.DefaultControllers...), "deployment-controller", "replicaset-controller")
+
+// OperatorNamespace is where the operator would run; the kube target reads
+// its Deployment and Setting there and deploy/rbac grants a Role in it.
+const OperatorNamespace = kube.DefaultOperatorNamespace
+
+// stopTimeout bounds Stop.
+const stopTimeout = time.Minute
+
+// Options tune Start; the zero value is the stack the suite runs on.
+type Options struct {
+	// Harness options; Controllers default to this package's Controllers.
+	Harness harness.Options
+	// EngineEnv is every engine's environment: the sim's latency knobs.
+	// Nil: EngineEnv(config.Default().Sim). A suite run passes its own
+	// config's (the repository's e2e.yaml sim: section), so the engines
+	// behind the API server run as the sim run's do.
+	EngineEnv map[string]string
+	// Logf receives the operator's and the node's complaints (t.Logf when nil).
+	Logf func(format string, args ...any)
+}
+
+// Stack is a running cluster of the tier.
+type Stack struct {
+	*harness.Cluster
+	Kube     kubernetes.Interface
+	Webhooks *admission.Server
+	Operator *simoperator.Operator
+	Node     *simnode.Node
+
+	stops []func(context.Context) error
+}
+
+// Start brings the stack up or fails t; it is stopped when t ends.
+func Start(t *testing.T, opts Options) *Stack {
+	t.Helper()
+	if len(opts.Harness.Controllers) == 0 {
+		opts.Harness.Controllers = Controllers
+	}
+	if opts.EngineEnv == nil {
+		opts.EngineEnv = EngineEnv(config.Default().Sim)
+	}
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	c := harness.Start(t, opts.Harness)
+	s := &Stack{Cluster: c, Kube: kubernetes.NewForConfigOrDie(c.Config)}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stack: %v", err)
+		}
+	})
+	if err := s.start(t.Context(), opts); err != nil {
+		t.Fatalf("stack: %v", err)
+	}
+	return s
+}
+
+func (s *Stack) start(ctx context.Context, opts Options) error {
+	if _, err := install.All(ctx, s.Config); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	if _, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	wh, err := admission.Serve()
+	if err != nil {
+		return err
+	}
+	s.onStop(func(context.Context) error { return wh.Close() })
+	s.Webhooks = wh
+	if err := admission.Register(ctx, s.Config, wh, "default"); err != nil {
+		return err
+	}
+	node, err := simnode.Start(ctx, s.Config, simnode.Options{Logf: opts.Logf,
+		Kubelet: kubelet.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second}})
+	if err != nil {
+		return err
+	}
+	s.onStop(node.Stop)
+	s.Node = node
+	op, err := simoperator.Start(ctx, s.Config, simoperator.Options{EngineEnv: opts.EngineEnv, Logf: opts.Logf})
+	if err != nil {
+		return err
+	}
+	s.onStop(op.Stop)
+	s.Operator = op
+	return nil
+}
+
+// EngineEnv is the engines' SIM_ENGINE_* environment for a config's sim
+// settings, as the sim target sets it.
+func EngineEnv(sim config.Sim) map[string]string {
+	return map[string]string{engine.EnvTTFT: sim.EngineTTFT.D().String(), engine.EnvITL: sim.EngineITL.D().String(),
+		engine.EnvOutputTokens: fmt.Sprint(sim.EngineOutputTokens)}
+}
+
+func (s *Stack) onStop(f func(context.Context) error) { s.stops = append(s.stops, f) }
+
+// Stop ends the operator, the node (its Pods), the webhooks and the control
+// plane, in that order. It is safe to call more than once.
+func (s *Stack) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	var errs []error
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		errs = append(errs, s.stops[i](ctx))
+	}
+	s.stops = nil
+	s.Cluster.Stop()
+	return errors.Join(errs...)
+}
+
+// KubeOptions are the kube target's options for this stack: its kubeconfig,
+// polls sized for an API server that answers in milliseconds, and logf.
+func (s *Stack) KubeOptions(logf func(string, ...any)) kube.Options {
+	return kube.Options{
+		Kubeconfig: s.Kubeconfig, PreflightNamespace: "default", OperatorNamespace: OperatorNamespace,
+		Intervals: kube.Intervals{Poll: 100 * time.Millisecond, RouterRollout: time.Minute, Delete: time.Minute,
+			Request: 10 * time.Second, PortForward: 10 * time.Second},
+		Logf: logf,
+	}
+}
