@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 )
@@ -155,6 +156,20 @@ func anchors(text string) (set map[string]bool, dups []string) {
 	return set, dups
 }
 
+// anchorCache holds each page's anchors, keyed by the page's text: every
+// pointer to a page is checked against the same set, and parsing the page
+// again per pointer made this package's test take half a minute.
+var anchorCache sync.Map
+
+func anchorSet(page string) map[string]bool {
+	if set, ok := anchorCache.Load(page); ok {
+		return set.(map[string]bool)
+	}
+	set, _ := anchors(page)
+	anchorCache.Store(page, set)
+	return set
+}
+
 // uncited returns the sections (level 2 and deeper, with text) that carry
 // no upstream citation.
 func uncited(text string) []section {
@@ -215,7 +230,7 @@ func pointerProblems(name, text string, pages map[string]string, inDocs bool) []
 		if anchor == "" {
 			return
 		}
-		if set, _ := anchors(page); !set[anchor[1:]] {
+		if !anchorSet(page)[anchor[1:]] {
 			probs = append(probs, fmt.Sprintf("%s:%d: docs/%s has no section %s", name, at(off), file, anchor))
 		}
 	}

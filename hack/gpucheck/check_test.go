@@ -142,22 +142,36 @@ func TestCheckRefusesWhatIsNotAReport(t *testing.T) {
 	}
 }
 
+// runAsCommand makes the test binary run main instead of the tests, so
+// TestMainExitCode runs the real command without building it (a build costs
+// a minute on a cold cache).
+const runAsCommand = "GPUCHECK_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsCommand) == "1" {
+		main() // os.Args is [test binary, report path], as main expects
+
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // TestMainExitCode runs the command as the nightly does: exit 1 and the
 // reason on a capacity-only run, 0 when GPU specs ran.
 func TestMainExitCode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the command")
-	}
-	bin := filepath.Join(t.TempDir(), "gpucheck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
 	run := func(rep []byte) (string, int) {
 		p := filepath.Join(t.TempDir(), "report.json")
 		if err := os.WriteFile(p, rep, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(bin, p).CombinedOutput()
+		// The test binary runs main itself (TestMain), so no build is needed.
+		cmd := exec.Command(bin, p)
+		cmd.Env = append(os.Environ(), runAsCommand+"=1")
+		out, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); ok {
 			return string(out), ee.ExitCode()
 		} else if err != nil {
