@@ -1,8 +1,7 @@
 // Package harness starts a real Kubernetes control plane in the test process:
 // an embedded etcd, kube-apiserver (k8s.io/kubernetes cmd/kube-apiserver
-// app/testing) and the kube-controller-manager controllers the tier needs
-// (cmd/kube-controller-manager app/testing; by default namespace deletion and
-// garbage collection), and writes a cluster-admin kubeconfig for clients in
+// app/testing) and the two kube-controller-manager controllers the tier needs
+// (namespace deletion and garbage collection, controllers.go), and writes a cluster-admin kubeconfig for clients in
 // other processes. Stop ends all of it and removes what it wrote.
 //
 // It runs only inside the private network namespace of package netns, so the
@@ -11,7 +10,6 @@
 package harness
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -26,15 +24,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
-	kubecontrollermanagertesting "k8s.io/kubernetes/cmd/kube-controller-manager/app/testing"
 
 	"github.com/gpustack/routing-conformance/test/apiserver/netns"
 )
-
-// DefaultControllers are the kube-controller-manager controllers Start runs
-// when Options.Controllers is empty: namespace finalization and deletion, and
-// garbage collection of objects whose owners are gone.
-var DefaultControllers = []string{"namespace-controller", "garbage-collector-controller"}
 
 // DefaultAPIServerFlags are the kube-apiserver flags Start always passes:
 // RBAC is evaluated as in a real cluster (the harness's own identity is in
@@ -48,7 +40,8 @@ var DefaultAPIServerFlags = []string{
 // Options tune Start; the zero value is the tier's default control plane.
 type Options struct {
 	// Controllers are the kube-controller-manager controllers to run, by the
-	// names --controllers takes; empty means DefaultControllers.
+	// names --controllers takes (controllers.go lists those it knows); empty
+	// means DefaultControllers.
 	Controllers []string
 	// APIServerFlags are added after DefaultAPIServerFlags.
 	APIServerFlags []string
@@ -142,17 +135,11 @@ func start(t *testing.T, opts Options) (*Cluster, error) {
 	if len(controllers) == 0 {
 		controllers = DefaultControllers
 	}
-	kcm, err := kubecontrollermanagertesting.StartTestServer(t, context.Background(), []string{
-		"--kubeconfig=" + c.Kubeconfig,
-		"--controllers=" + strings.Join(controllers, ","),
-		"--leader-elect=false",
-		// No serving endpoint: nothing here scrapes or probes the manager.
-		"--secure-port=0",
-	})
+	stopControllers, err := startControllers(c.Config, controllers)
+	c.onStop(stopControllers)
 	if err != nil {
-		return c, fmt.Errorf("kube-controller-manager: %w", err)
+		return c, err
 	}
-	c.onStop(kcm.TearDownFn)
 	return c, nil
 }
 
