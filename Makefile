@@ -10,6 +10,10 @@ E2E_TARGET          ?= sim
 E2E_CONFIG          ?= e2e.yaml
 ARTIFACTS           ?= $(CURDIR)/artifacts
 GINKGO_NODES        ?= 2
+# make test runs the sim suite with more processes than cores: its specs
+# mostly wait (on routers, probes, held requests), so 4 processes on 2 cores
+# took 1 min 23 s where 2 took 2 min 15 s, with the same results.
+TEST_GINKGO_NODES   ?= 4
 GINKGO_LABEL_FILTER ?=
 GINKGO_FOCUS        ?=
 GINKGO_SKIP         ?=
@@ -40,7 +44,7 @@ help: ## list every target
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
 test: unit ## unit tests with -race, then the suite on the sim, then the interrupt test
-	$(MAKE) e2e E2E_TARGET=sim
+	$(MAKE) e2e E2E_TARGET=sim GINKGO_NODES=$(TEST_GINKGO_NODES)
 	$(MAKE) reliability
 
 unit: ## unit tests of every package, with -race (docs/ without: text checks only); of the suites their plain Go tests (registry, waits), not the specs
