@@ -1,8 +1,10 @@
 // Package harness starts a real Kubernetes control plane in the test process:
 // an embedded etcd, kube-apiserver (k8s.io/kubernetes cmd/kube-apiserver
-// app/testing) and the two kube-controller-manager controllers the tier needs
-// (namespace deletion and garbage collection, controllers.go), and writes a cluster-admin kubeconfig for clients in
-// other processes. Stop ends all of it and removes what it wrote.
+// app/testing) and the kube-controller-manager controllers the tier needs
+// (namespace deletion and garbage collection by default; deployment and
+// replicaset for package stack; controllers.go), and writes a cluster-admin
+// kubeconfig for clients in other processes. Stop ends all of it and removes
+// what it wrote.
 //
 // It runs only inside the private network namespace of package netns, so the
 // addresses the tier uses (the API server's loopback port, Pod addresses in
