@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/gpustack/routing-conformance/internal/yamlbind"
+
 	"encoding/json"
 	"fmt"
 	"time"
@@ -34,9 +36,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (d *Duration) decodeNode(n *yaml.Node, _ string) error {
+// DecodeYAMLNode implements yamlbind.NodeDecoder.
+func (d *Duration) DecodeYAMLNode(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-		return fmt.Errorf("expected a duration such as \"30s\" or \"2m\", got %s", describe(n))
+		return fmt.Errorf("expected a duration such as \"30s\" or \"2m\", got %s", yamlbind.Describe(n))
 	}
 	v, err := parseDuration(n.Value)
 	if err != nil {
@@ -88,15 +91,16 @@ func (i *Interval) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (i *Interval) decodeNode(n *yaml.Node, _ string) error {
+// DecodeYAMLNode implements yamlbind.NodeDecoder.
+func (i *Interval) DecodeYAMLNode(n *yaml.Node) error {
 	if n.Kind != yaml.SequenceNode || len(n.Content) != 2 {
-		return fmt.Errorf("expected [timeout, poll] such as [\"10m\", \"10s\"], got %s", describe(n))
+		return fmt.Errorf("expected [timeout, poll] such as [\"10m\", \"10s\"], got %s", yamlbind.Describe(n))
 	}
 	var out Interval
-	if err := out.Timeout.decodeNode(n.Content[0], ""); err != nil {
+	if err := out.Timeout.DecodeYAMLNode(n.Content[0]); err != nil {
 		return fmt.Errorf("timeout: %w", err)
 	}
-	if err := out.Poll.decodeNode(n.Content[1], ""); err != nil {
+	if err := out.Poll.DecodeYAMLNode(n.Content[1]); err != nil {
 		return fmt.Errorf("poll: %w", err)
 	}
 	*i = out

@@ -1,19 +1,15 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpustack/routing-conformance/api"
-	yaml "go.yaml.in/yaml/v3"
+	"github.com/gpustack/routing-conformance/internal/yamlbind"
 )
 
 // LookupEnv is os.LookupEnv's shape, so tests can pass a map.
@@ -57,16 +53,16 @@ func Parse(name string, data []byte, baseDir string, env LookupEnv, specs ...str
 	c.lines = map[string]int{}
 	c.fromEnv = map[string]string{}
 
-	root, err := parseYAML(data)
+	root, err := yamlbind.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if root != nil {
-		d := &decoder{lines: c.lines}
-		d.decode(root, reflect.ValueOf(c).Elem(), "")
-		if len(d.errs) > 0 {
+		d := &yamlbind.Decoder{Lines: c.lines}
+		d.Decode(root, c, "")
+		if len(d.Errs) > 0 {
 			e := &Error{}
-			for _, msg := range d.errs {
+			for _, msg := range d.Errs {
 				e.Problems = append(e.Problems, name+": "+msg)
 			}
 			return nil, e
@@ -101,30 +97,6 @@ func Parse(name string, data []byte, baseDir string, env LookupEnv, specs ...str
 		return nil, err
 	}
 	return c, nil
-}
-
-// parseYAML returns the document's root node, or nil for an empty file.
-func parseYAML(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("not valid YAML: %w", err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("holds more than one YAML document (line %d); keep one", extra.Line)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil, nil
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode && !isNull(root) {
-		return nil, fmt.Errorf("expected a mapping at the top level, got %s (line %d)", describe(root), root.Line)
-	}
-	return root, nil
 }
 
 // Override is one environment variable that sets one field.
