@@ -36,7 +36,7 @@ E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifac
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit e2e qualify repeat reliability test-apiserver bench fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit docs e2e qualify repeat reliability test-apiserver bench fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
@@ -47,12 +47,15 @@ test: unit ## unit tests with -race, then the suite on the sim, then the interru
 	$(MAKE) e2e E2E_TARGET=sim GINKGO_NODES=$(TEST_GINKGO_NODES)
 	$(MAKE) reliability
 
-unit: ## unit tests of every package, with -race (docs/ without: text checks only); of the suites their plain Go tests (registry, waits), not the specs
+unit: ## unit tests of every package, with -race (docs/ without: text checks only); of the suites their plain Go tests (registry, rows, plan, generated docs, waits), not the specs
 	@echo "unit: compiling and running the unit tests with -race; the first run compiles for a few minutes, then a line per package"
 	@bash hack/heartbeat.sh "unit tests" $(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
 	@$(GO) test -count=1 ./docs
-	@echo "unit: the suites' plain Go tests (registry, waits), not the specs"
+	@echo "unit: the suites' plain Go tests (registry, rows, plan, generated docs, waits), not the specs"
 	@bash hack/heartbeat.sh "suite checks" $(GO) test -race -count=1 -timeout 5m -skip '^TestRouting$$' ./suites/...
+
+docs: ## write README.md's claims and deployment tables and e2e.yaml's claim list from the claim registry (make unit checks them)
+	$(GO) test -count=1 -run '^TestGeneratedDocsAreCurrent$$' ./suites/routing -args -update-docs
 
 e2e-runner: ## build bin/e2e, the suite runner that e2e, qualify and repeat use
 	@echo "e2e: compiling the suite runner (cmd/e2e)"

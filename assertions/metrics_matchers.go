@@ -204,3 +204,79 @@ func sampleLines(ss []metrics.Sample) string {
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+// HaveLazyCounterRisenBy is HaveCounterRisenBy for a counter the router
+// creates at its first increment (vllm-router's imbalance events): a
+// series absent before, after or both reads as 0 rather than as no
+// evidence. The evidence is every series before → after.
+func HaveLazyCounterRisenBy(before metrics.Snapshot, name string, n float64, ms ...metrics.Matcher) types.GomegaMatcher {
+	sel := metrics.Selector(name, ms)
+	sum := func(s metrics.Snapshot) (float64, error) {
+		v, err := s.Sum(name, ms...)
+		if metrics.IsNoSeries(err) {
+			return 0, nil
+		}
+		return v, err
+	}
+	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
+		after, err := snapshotOf("HaveLazyCounterRisenBy", actual)
+		if err != nil {
+			return false, "", "", err
+		}
+		b, err := sum(before)
+		if err != nil {
+			return false, "", "", fmt.Errorf("HaveLazyCounterRisenBy(%s): before: %w", sel, err)
+		}
+		a, err := sum(after)
+		if err != nil {
+			return false, "", "", fmt.Errorf("HaveLazyCounterRisenBy(%s): after: %w", sel, err)
+		}
+		ev := fmt.Sprintf("  %s: %s → %s (an absent series reads 0: the router creates it at its first increment)", sel, metrics.FormatValue(b), metrics.FormatValue(a))
+		return a-b == n,
+			fmt.Sprintf("Expected %s to have risen by %s, but it rose by %s:\n%s", sel, metrics.FormatValue(n), metrics.FormatValue(a-b), ev),
+			fmt.Sprintf("Expected %s not to have risen by %s, but it did:\n%s", sel, metrics.FormatValue(n), ev),
+			nil
+	}}
+}
+
+// HaveSum succeeds when the series of name selected by ms, summed, read
+// exactly v (a gauge: the keys a policy remembers). The evidence is the
+// series.
+func HaveSum(name string, v float64, ms ...metrics.Matcher) types.GomegaMatcher {
+	return sumMatcher("HaveSum", name, ms, "to read "+metrics.FormatValue(v), func(got float64) bool { return got == v })
+}
+
+// HaveSumAtMost succeeds when the series of name selected by ms, summed,
+// read at most v; no series reads 0. The evidence is the series.
+func HaveSumAtMost(name string, v float64, ms ...metrics.Matcher) types.GomegaMatcher {
+	return sumMatcher("HaveSumAtMost", name, ms, "to sum to at most "+metrics.FormatValue(v), func(got float64) bool { return got <= v })
+}
+
+func sumMatcher(matcher, name string, ms []metrics.Matcher, want string, ok func(float64) bool) types.GomegaMatcher {
+	sel := metrics.Selector(name, ms)
+	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
+		s, err := snapshotOf(matcher, actual)
+		if err != nil {
+			return false, "", "", err
+		}
+		got, err := s.Select(name, ms...)
+		if err != nil {
+			return false, "", "", fmt.Errorf("%s(%s): %w", matcher, sel, err)
+		}
+		if len(got) == 0 && matcher != "HaveSumAtMost" {
+			return false, "", "", fmt.Errorf("%s(%s): %w", matcher, sel, s.NoSeries(name, ms...))
+		}
+		var total float64
+		for _, sm := range got {
+			total += sm.Value
+		}
+		ev := "  no series"
+		if len(got) > 0 {
+			ev = sampleLines(got)
+		}
+		return ok(total),
+			fmt.Sprintf("Expected %s %s, but it reads %s:\n%s", sel, want, metrics.FormatValue(total), ev),
+			fmt.Sprintf("Expected %s not %s, but it reads %s:\n%s", sel, want, metrics.FormatValue(total), ev),
+			nil
+	}}
+}

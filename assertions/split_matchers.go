@@ -142,9 +142,10 @@ func UseEveryReplica() types.GomegaMatcher {
 }
 
 // HaveEachCountWithin: every replica's count lies in [lo, hi], e.g. the
-// binomial acceptance interval of a uniform random policy.
-func HaveEachCountWithin(lo, hi int) types.GomegaMatcher {
-	return splitMatcher("HaveEachCountWithin", fmt.Sprintf("to have every count within [%d, %d]", lo, hi), func(s split.Split) (bool, string) {
+// binomial acceptance interval of a uniform random policy; derivation says
+// where the bound comes from and is part of the evidence.
+func HaveEachCountWithin(lo, hi int, derivation string) types.GomegaMatcher {
+	return splitMatcher("HaveEachCountWithin", fmt.Sprintf("to have every count within [%d, %d] (%s)", lo, hi, derivation), func(s split.Split) (bool, string) {
 		var out []string
 		for _, r := range s.Replicas {
 			if n := s.Count(r); n < lo || n > hi {
@@ -191,5 +192,16 @@ func HaveCountsByReplica(counts map[string]int) types.GomegaMatcher {
 		}
 		slices.Sort(diffs)
 		return len(diffs) == 0, strings.Join(diffs, ", ")
+	})
+}
+
+// UseReplica: the named replica served at least one request (NotTo: it
+// served none, e.g. a request that least load sends elsewhere).
+func UseReplica(replica string) types.GomegaMatcher {
+	return splitMatcher("UseReplica", "to use "+replica, func(s split.Split) (bool, string) {
+		if !slices.Contains(s.Replicas, replica) {
+			return false, replica + " is not one of its replicas"
+		}
+		return s.Count(replica) > 0, replica + " served nothing"
 	})
 }

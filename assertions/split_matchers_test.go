@@ -55,9 +55,10 @@ func TestUseEveryReplica(t *testing.T) {
 }
 
 func TestHaveEachCountWithin(t *testing.T) {
-	mustPass(t, failure(skewed, HaveEachCountWithin(42, 78), false))
-	mustContain(t, failure(skewed, HaveEachCountWithin(55, 65), false),
-		"to have every count within [55, 65], but md-engine-0 has 70, md-engine-1 has 50")
+	mustPass(t, failure(skewed, HaveEachCountWithin(42, 78, "Bin(120, 1/2)"), false))
+	mustContain(t, failure(skewed, HaveEachCountWithin(55, 65, "Bin(120, 1/2), both tails under 0.05"), false),
+		"to have every count within [55, 65] (Bin(120, 1/2), both tails under 0.05), but md-engine-0 has 70, md-engine-1 has 50",
+		"md-engine-0", "70")
 }
 
 func TestBeAllOn(t *testing.T) {

@@ -12,30 +12,6 @@ import (
 // the charts drew.
 const BarFill = "#0072b2"
 
-// Chart is a horizontal bar chart: one bar per labelled value. Any entry
-// that implements Charter is drawn in its claim row.
-type Chart struct {
-	// Title is drawn above the bars, wrapped, never cut.
-	Title string `json:"title"`
-	// Caption is a line under the chart: what was counted and how.
-	Caption string `json:"caption,omitempty"`
-	// Scale is the value that fills the bar width (e.g. the requests sent,
-	// so an all-on-one split fills it); 0 scales to the largest bar.
-	Scale float64 `json:"scale,omitempty"`
-	// Unit follows each value, e.g. "ms".
-	Unit string `json:"unit,omitempty"`
-	Bars []Bar  `json:"bars"`
-}
-
-// Bar is one labelled value.
-type Bar struct {
-	// Label is the full name (a Pod name, a concurrency level).
-	Label string `json:"label"`
-	// Detail is a second, smaller line under the label (an address).
-	Detail string  `json:"detail,omitempty"`
-	Value  float64 `json:"value"`
-}
-
 // Chart geometry: the labels sit on their own line above each bar, so a
 // full Pod name and address never compete with the bar for width.
 const (

@@ -8,60 +8,6 @@ import (
 	"strings"
 )
 
-// SplitTolerance is how far a replica's share of a split may move between
-// two runs before the diff lists it: 5 percentage points of the split's
-// requests. Shares are compared largest first, because Pod names (and which
-// replica a cache-aware router picks first) change from run to run.
-const SplitTolerance = 0.05
-
-// Diff is a run compared with an earlier one (make qualify BASELINE=).
-type Diff struct {
-	// Baseline names the earlier run: its bundle and headline.
-	Baseline         string `json:"baseline"`
-	BaselineHeadline string `json:"baselineHeadline"`
-	// Tolerance is SplitTolerance, stated with the diff.
-	Tolerance float64 `json:"splitTolerance"`
-	// Claims are matrix cells whose result changed.
-	Claims []ResultChange `json:"claims,omitempty"`
-	// Specs are specs whose result changed, appeared or vanished.
-	Specs []ResultChange `json:"specs,omitempty"`
-	// Splits moved beyond the tolerance, or measured in one run only.
-	Splits []SplitChange `json:"splits,omitempty"`
-	// SeriesAppeared and SeriesVanished are metric series per claim and
-	// pair, present in one run's evidence only.
-	SeriesAppeared []SeriesSeen `json:"seriesAppeared,omitempty"`
-	SeriesVanished []SeriesSeen `json:"seriesVanished,omitempty"`
-}
-
-// Empty reports whether nothing changed.
-func (d Diff) Empty() bool {
-	return len(d.Claims)+len(d.Specs)+len(d.Splits)+len(d.SeriesAppeared)+len(d.SeriesVanished) == 0
-}
-
-// ResultChange is one result before and after; "absent" when the run did
-// not have it.
-type ResultChange struct {
-	Name   string `json:"name"`
-	Before string `json:"before"`
-	After  string `json:"after"`
-}
-
-// SplitChange is one split's shares before and after.
-type SplitChange struct {
-	Claim string `json:"claim"`
-	Pair  string `json:"pair"`
-	Title string `json:"title"`
-	// Before and After are the counts as the report prints them ("60/60");
-	// "absent" when the run did not measure it.
-	Before string `json:"before"`
-	After  string `json:"after"`
-	// MaxShift is the largest change of a share, 0..1 (1 when absent).
-	MaxShift float64 `json:"maxShift"`
-}
-
-// Absent stands for a result or split one of the runs does not have.
-const Absent = "absent"
-
 // Compare lists what changed from base to cur: claim cells and specs whose
 // result changed, splits whose shares moved beyond SplitTolerance, and
 // metric series that appeared or vanished.

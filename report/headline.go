@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// labelNeedsGPU marks specs that deploy serving replicas (suites/routing
+// labelNeedsGPU marks specs that deploy serving replicas (suites/framework
 // LabelNeedsGPU): on a GPU cluster, the ones that qualify GPUs.
 const labelNeedsGPU = "needs:gpu"
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/gpustack/routing-conformance/assertions/routerlog"
+	"github.com/gpustack/routing-conformance/internal/ansi"
 )
 
 // Describer is evidence that says itself in one line: the line shown in its
@@ -106,7 +106,7 @@ func seriesKey(metric string, labels []string) string {
 
 // stripANSI removes terminal escapes: routers colour their logs and Gomega
 // colours failure messages, and neither belongs in a report.
-func stripANSI(s string) string { return routerlog.StripANSI(s) }
+func stripANSI(s string) string { return ansi.Strip(s) }
 
 func orNone(s string) string {
 	if s == "" {

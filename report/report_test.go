@@ -187,7 +187,11 @@ func TestReportJSONHasClaimsPerPairInDocumentedOrder(t *testing.T) {
 	if s := r.Statistics; s.Total != 8 || s.Passed != 5 || s.Failed != 1 || s.Skipped != 2 || s.NotApplicable != 0 {
 		t.Errorf("statistics %+v", s)
 	}
-	names := fixtures.ClaimNames()
+	expect, err := fixtures.Expectations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := expect.Names()
 	if len(r.Claims) != len(names) || len(r.Pairs) != len(fixtures.DocumentedPairs) {
 		t.Fatalf("claims %d, pairs %v", len(r.Claims), r.Pairs)
 	}

@@ -79,13 +79,6 @@ func (s Sweep) String() string {
 // Describe implements Describer.
 func (s Sweep) Describe() string { return "sweep " + s.String() }
 
-// SweepResult is a Sweep entry with the result of the spec that measured it.
-type SweepResult struct {
-	Sweep
-	Spec   string `json:"spec"`
-	Result string `json:"result"`
-}
-
 // sweepMarkdown is a sweep's table, one row per level, with text bars.
 func sweepMarkdown(s SweepResult) string {
 	var b strings.Builder

@@ -6,22 +6,6 @@ import (
 	"strings"
 )
 
-// Verdicts of a pair.
-const (
-	VerdictPass         = "PASS"
-	VerdictFail         = "FAIL"
-	VerdictIncomplete   = "INCOMPLETE"
-	VerdictNotQualified = "NOT QUALIFIED"
-)
-
-// Verdict is one pair's verdict over every claim: the line a release
-// manager signs per pair.
-type Verdict struct {
-	Pair   string `json:"pair"`
-	Result string `json:"result"`
-	Line   string `json:"line"`
-}
-
 // verdicts reads each pair's column of the matrix: FAIL if a claim failed;
 // NOT QUALIFIED if none passed; INCOMPLETE if some did not run; else PASS.
 // On the simulator every line says it is not a GPU qualification.

@@ -62,16 +62,6 @@ func vrStartup(banner string) string {
 	}, "\n") + "\n"
 }
 
-func TestStripANSI(t *testing.T) {
-	in := "\x1b[2m2026\x1b[0m \x1b[32m INFO\x1b[0m \x1b[1;38;5;208mx\x1b[m\x1b]0;title\x07y\x1b(Bz"
-	if got := routerlog.StripANSI(in); got != "2026  INFO xyz" {
-		t.Errorf("StripANSI = %q", got)
-	}
-	if got := routerlog.StripANSI("a\x1b[3\nb"); got != "a\nb" {
-		t.Errorf("broken CSI ate the newline: %q", got)
-	}
-}
-
 func TestTracingPrefixIsSplitOff(t *testing.T) {
 	l := routerlog.ParseLine(3, tracingLine(vrTarget, "src/server.rs", 828, "Starting router on x"))
 	if l.Time != "2026-12-02 15:45:01" || l.Level != "INFO" || l.Target != vrTarget || l.Location != "src/server.rs:828" || l.Message != "Starting router on x" || l.Number != 3 {

@@ -11,7 +11,7 @@ import (
 )
 
 // labelNeedsGPU marks the specs that deploy serving replicas
-// (suites/routing LabelNeedsGPU).
+// (suites/framework LabelNeedsGPU).
 const labelNeedsGPU = "needs:gpu"
 
 // Spec results as report.json spells them.
@@ -21,15 +21,15 @@ const (
 )
 
 // capacityHints are substrings of the skip reasons a target gives when it
-// has no free accelerators (suites/routing deployReady, clusters/kube
+// has no free accelerators (suites/framework PairDeployment.Ready, clusters/kube
 // CapacityError). They only choose the wording of the verdict: whether the
 // run passes depends on results alone.
 var capacityHints = []string{"has no room for", "free accelerators", "no Active accelerated InstanceType", "no InstanceType exists"}
 
 // Reasons that start with these are not a shortfall of the run: the label
 // filter, focus or skip left the spec out (report.specResult), or the
-// documentation says the claim does not apply to the pair (suites/routing
-// expectation).
+// documentation says the claim does not apply to the pair (suites/framework
+// Spec.SkipIfNotApplicable).
 var notCounted = []string{"not selected in this run", "not applicable"}
 
 // reportJSON is the part of report.json this check reads. Unknown fields are

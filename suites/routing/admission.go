@@ -10,37 +10,80 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimAdmission: the flags the operator owns are refused at creation.
+// ClaimAdmission: the router flags the operator sets itself are refused at
+// creation, the ones it does not own are admitted, and an engine the
+// router does not front is refused.
 const ClaimAdmission = "admission"
 
-var _ = register(Claim{
+// AdmissionRow is what admission's rows state.
+type AdmissionRow struct {
+	Admission Admission `json:"admission"`
+}
+
+// Admission is what the webhook refuses and admits for a router.
+type Admission struct {
+	// Refused are the flags the operator owns, as bare --names.
+	Refused []string `json:"refused"`
+	// Admitted are router args admitted as given.
+	Admitted [][]string `json:"admitted,omitempty"`
+	// Mismatch is an engine the router does not front.
+	Mismatch *Mismatch `json:"mismatch,omitempty"`
+}
+
+// Check implements yamlbind.Checker.
+func (a Admission) Check() []string {
+	var out []string
+	if len(a.Refused) == 0 {
+		out = append(out, "refused must list the flags the operator owns")
+	}
+	for _, f := range a.Refused {
+		if !strings.HasPrefix(f, "--") || strings.Contains(f, "=") {
+			out = append(out, fmt.Sprintf("refused flag %q must be a bare --name", f))
+		}
+	}
+	return out
+}
+
+// Mismatch is an engine the router does not front, and the refusal message.
+type Mismatch struct {
+	Engine  string `json:"engine"`
+	Message string `json:"message"`
+}
+
+// RefusalMessage is the webhook's message for an owned flag (docs/operator.md#owned-router-flags).
+func RefusalMessage(flag, router string) string {
+	return fmt.Sprintf("%q is set by the operator for router %q and must not be supplied here, because two values for it cannot be told apart", flag, router)
+}
+
+var _ = framework.Add(Registry, framework.Claim[AdmissionRow]{
 	Name:  ClaimAdmission,
 	Title: "Admission",
-	Require: func(e fixtures.Expectation) []string {
-		return need(nil, e.Admission != nil && len(e.Admission.Refused) > 0, "admission needs refused flags")
-	},
+	Asserts: "every operator-owned router flag, as `--flag v` and `--flag=v`, is refused with a message naming it; " +
+		"`--policy` is admitted; a router that does not front the engine is refused",
 	// The "admitted" check creates with the first admitted args; with
 	// --policy round_robin that is the round-robin deployment, so the
-	// check is its creation.
-	Deployment: func(e fixtures.Expectation) ([]string, bool) {
-		if e.Admission == nil || len(e.Admission.Admitted) == 0 {
-			return nil, false
+	// check is its creation. Refusals create nothing that runs.
+	Cases: func(_ fixtures.Row, r AdmissionRow) []framework.Case {
+		if len(r.Admission.Admitted) == 0 {
+			return []framework.Case{{}}
 		}
-		return e.Admission.Admitted[0], true
+		return []framework.Case{{Deployment: framework.Shared(r.Admission.Admitted[0])}}
 	},
-	Spec: func(_ api.Pair, input func() Input) {
+	Specs: func(input func() framework.Input[AdmissionRow]) {
 		AdmissionSpec(func() AdmissionSpecInput { return AdmissionSpecInput{Input: input()} })
 	},
 })
 
 // AdmissionSpecInput is the input of AdmissionSpec.
 type AdmissionSpecInput struct {
-	Input
+	framework.Input[AdmissionRow]
 }
 
 // AdmissionSpec: every router flag the operator sets itself is refused at
@@ -51,68 +94,58 @@ type AdmissionSpecInput struct {
 // An admitted create with input.Deployment's router args is that
 // deployment's creation.
 func AdmissionSpec(input func() AdmissionSpecInput) {
-	const spec = ClaimAdmission
 	var (
 		in  AdmissionSpecInput
-		adm fixtures.Admission
+		adm Admission
 	)
 	BeforeEach(func() {
 		in = input()
-		in.check("AdmissionSpec")
-		adm = *expectation(ClaimAdmission, in.Pair).Admission
-		in.requireConfigured(in.Pair)
+		in.Check("AdmissionSpec")
+		in.SkipIfNotApplicable()
+		adm = in.Expect.Admission
+		in.RequireConfigured(in.Pair)
 	})
 
 	It("refuses every flag the operator owns, in both forms, naming the flag", func(ctx SpecContext) {
-		var wrong []string
-		refused := 0
+		var creates []assertions.Create
 		for _, flag := range adm.Refused {
 			for _, args := range [][]string{{flag, "1"}, {flag + "=1"}} {
-				want := fixtures.RefusalMessage(flag, in.Pair.Router)
 				// Admitted by mistake, it is deleted when the spec ends.
-				_, err := in.own(in.Pair, objectName("admission", in.Pair), args...).Create(ctx, in.Target, spec)
-				entry := report.Admission{Claim: ClaimAdmission, Pair: in.Pair.String(), Args: args}
+				_, err := framework.Throwaway(in.Pair, "admission", args...).Create(ctx, in.Target, in.Claim)
+				c := assertions.Create{Args: args, Want: RefusalMessage(flag, in.Pair.Router), Message: errText(err)}
 				var ae *clusters.AdmissionError
-				switch {
-				case err == nil:
-					wrong = append(wrong, fmt.Sprintf("%q was admitted", strings.Join(args, " ")))
-				case !errors.As(err, &ae):
-					wrong = append(wrong, fmt.Sprintf("%q failed without an admission refusal: %v", strings.Join(args, " "), err))
-				default:
-					entry.Refused, entry.Field, entry.Message = true, ae.Field, ae.Message
-					switch {
-					case !strings.Contains(ae.Message, want):
-						wrong = append(wrong, fmt.Sprintf("%q refused with %q, documented %q", strings.Join(args, " "), ae.Message, want))
-					case ae.Field != "" && ae.Field != "spec.router.extraArgs[0]":
-						wrong = append(wrong, fmt.Sprintf("%q refused on field %s, not spec.router.extraArgs[0]", strings.Join(args, " "), ae.Field))
-					default:
-						refused++
-					}
+				if errors.As(err, &ae) {
+					c.Refused, c.Field, c.Message = true, ae.Field, ae.Message
 				}
-				report.Record(entry)
+				report.Record(report.Admission{Claim: in.Claim, Pair: in.Pair.String(), Args: args, Refused: c.Refused, Field: c.Field, Message: c.Message})
+				creates = append(creates, c)
 			}
 		}
-		report.Record(report.Claim{Claim: ClaimAdmission, Pair: in.Pair.String(),
-			Expected: fmt.Sprintf("%d owned flags refused in both forms (%d creates)", len(adm.Refused), 2*len(adm.Refused)),
-			Measured: fmt.Sprintf("%d of %d creates refused with the documented message", refused, 2*len(adm.Refused))})
-		Expect(wrong).To(BeEmpty())
+		refused := 0
+		for _, c := range creates {
+			if c.Refused && strings.Contains(c.Message, c.Want) {
+				refused++
+			}
+		}
+		in.Record(fmt.Sprintf("%d owned flags refused in both forms (%d creates)", len(adm.Refused), 2*len(adm.Refused)),
+			fmt.Sprintf("%d of %d creates refused with the documented message", refused, len(creates)))
+		Expect(creates).To(assertions.HaveEachBeenRefused("spec.router.extraArgs[0]"))
 	})
 
-	It("admits the flags it does not own, such as --policy", Label(LabelNeedsGPU), func(ctx SpecContext) {
+	It("admits the flags it does not own, such as --policy", Label(framework.LabelNeedsGPU), func(ctx SpecContext) {
 		if len(adm.Admitted) == 0 {
 			Skip("the documentation names no admitted flag for " + in.Pair.Router)
 		}
-		in.requireRunnable(in.Pair)
+		in.RequireRunnable(in.Pair)
 		for _, args := range adm.Admitted {
 			d := in.Deployment
 			if d == nil || !slices.Equal(d.RouterArgs, args) {
-				d = in.own(in.Pair, objectName("admitted", in.Pair), args...)
+				d = framework.Throwaway(in.Pair, "admitted", args...)
 			}
-			_, err := d.Create(ctx, in.Target, spec)
-			report.Record(report.Admission{Claim: ClaimAdmission, Pair: in.Pair.String(), Args: args, Refused: err != nil, Message: errText(err)})
+			_, err := d.Create(ctx, in.Target, in.Claim)
+			report.Record(report.Admission{Claim: in.Claim, Pair: in.Pair.String(), Args: args, Refused: err != nil, Message: errText(err)})
 			Expect(err).NotTo(HaveOccurred(), "creating with router args %q", args)
-			report.Record(report.Claim{Claim: ClaimAdmission, Pair: in.Pair.String(),
-				Expected: fmt.Sprintf("%q admitted", strings.Join(args, " ")), Measured: fmt.Sprintf("%q admitted", strings.Join(args, " "))})
+			in.Record(fmt.Sprintf("%q admitted", strings.Join(args, " ")), fmt.Sprintf("%q admitted", strings.Join(args, " ")))
 		}
 	})
 
@@ -124,13 +157,16 @@ func AdmissionSpec(input func() AdmissionSpecInput) {
 			Skip(fmt.Sprintf("engine %s is not configured in %s", adm.Mismatch.Engine, in.Config.File()))
 		}
 		wrongPair := api.Pair{Router: in.Pair.Router, Engine: adm.Mismatch.Engine}
-		_, err := in.own(wrongPair, objectName("mismatch", wrongPair)).Create(ctx, in.Target, spec)
-		report.Record(report.Admission{Claim: ClaimAdmission, Pair: in.Pair.String(), Args: []string{"engine " + adm.Mismatch.Engine},
+		_, err := framework.Throwaway(wrongPair, "mismatch").Create(ctx, in.Target, in.Claim)
+		report.Record(report.Admission{Claim: in.Claim, Pair: in.Pair.String(), Args: []string{"engine " + adm.Mismatch.Engine},
 			Refused: err != nil, Message: errText(err)})
-		report.Record(report.Claim{Claim: ClaimAdmission, Pair: in.Pair.String(), Expected: adm.Mismatch.Message, Measured: errText(err)})
+		in.Record(adm.Mismatch.Message, errText(err))
+		c := assertions.Create{Args: []string{"engine: " + adm.Mismatch.Engine}, Want: adm.Mismatch.Message, Message: errText(err)}
 		var ae *clusters.AdmissionError
-		Expect(errors.As(err, &ae)).To(BeTrue(), "%s in front of %s must be refused by admission; got %v", in.Pair.Router, adm.Mismatch.Engine, err)
-		Expect(ae.Message).To(ContainSubstring(adm.Mismatch.Message))
+		if errors.As(err, &ae) {
+			c.Refused, c.Field, c.Message = true, "", ae.Message
+		}
+		Expect([]assertions.Create{c}).To(assertions.HaveEachBeenRefused("spec.engine"), "%s in front of %s", in.Pair.Router, adm.Mismatch.Engine)
 	})
 }
 

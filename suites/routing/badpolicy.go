@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,124 +8,176 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimBadPolicy: a --policy the router does not accept stops it at startup.
+// ClaimBadPolicy: a --policy value the router does not accept stops it at
+// startup with clap's error, and the deployment never becomes Ready.
 const ClaimBadPolicy = "badpolicy"
 
-var _ = register(Claim{
-	Name:   ClaimBadPolicy,
-	Title:  "Bad policy",
-	Labels: []string{"policy:invalid", LabelNeedsGPU},
-	Require: func(e fixtures.Expectation) []string {
-		return need(nil, e.BadPolicy != nil && len(e.BadPolicy.Values) > 0 && len(e.BadPolicy.PossibleValues) > 0,
-			"badpolicy needs badPolicy.values and possibleValues")
-	},
+// BadPolicyRow is what badpolicy's rows state.
+type BadPolicyRow struct {
+	BadPolicy BadPolicy `json:"badPolicy"`
+}
+
+var _ = framework.Add(Registry, framework.Claim[BadPolicyRow]{
+	Name:  ClaimBadPolicy,
+	Title: "Bad policy",
+	Asserts: "`roundrobin`, and values valid only on the other router, stop the router at startup: exit 2, clap's message " +
+		"(with its tip where clap gives one), RouterReady False, never Ready",
+	Labels: []string{"policy:invalid", framework.LabelNeedsGPU},
 	// Each bad value is a deployment of its own, deleted as soon as the
 	// crash is confirmed: no other claim can use a router that never starts.
-	Deployment: nil,
-	Spec:       func(p api.Pair, input func() Input) { describeBadValues(ClaimBadPolicy, p, input) },
+	Cases: func(_ fixtures.Row, r BadPolicyRow) []framework.Case { return r.BadPolicy.cases(nil) },
+	Specs: func(input func() framework.Input[BadPolicyRow]) {
+		BadPolicySpec(func() BadPolicySpecInput {
+			in := input()
+			return BadPolicySpecInput{Spec: in.Spec, BadPolicy: in.Expect.BadPolicy}
+		})
+	},
 })
 
-// describeBadValues defines a BadPolicySpec per documented bad value of
-// claim for p: one for --policy, or for the flag the value names.
-func describeBadValues(claim string, p api.Pair, input func() Input) {
-	for _, v := range badValues(claim, p) {
-		text := v.FlagName() + " " + v.Value
-		switch {
-		case v.Value == "" && claim == ClaimBadPolicy:
-			text = "any --policy"
-		case v.Value == "":
-			text = "any bad value"
+// BadPolicy is clap's refusal of bad policy values (docs/routers.md#clap-errors).
+type BadPolicy struct {
+	ExitCode       int        `json:"exitCode"`
+	Arg            string     `json:"arg"`
+	PossibleValues []string   `json:"possibleValues"`
+	Values         []BadValue `json:"values"`
+}
+
+// Check implements yamlbind.Checker.
+func (b BadPolicy) Check() []string {
+	var out []string
+	need := func(ok bool, format string, args ...any) {
+		if !ok {
+			out = append(out, fmt.Sprintf(format, args...))
 		}
-		Describe(text, func() {
-			BadPolicySpec(func() BadPolicySpecInput {
-				return BadPolicySpecInput{Input: input(), Claim: claim, Value: v.Value, Flag: v.Flag}
-			})
-		})
 	}
+	need(len(b.Values) > 0 && len(b.PossibleValues) > 0, "values and possibleValues must not be empty")
+	for _, v := range b.Values {
+		need(slices.Contains([]string{"", "--prefill-policy", "--decode-policy"}, v.Flag), "bad value %q: flag %q is not one of --prefill-policy, --decode-policy (empty: --policy)", v.Value, v.Flag)
+		need(!slices.Contains(b.PossibleValues, v.Value), "bad value %q is a possible value", v.Value)
+		need(v.Tip == "" || slices.Contains(b.PossibleValues, v.Tip), "tip %q is not a possible value", v.Tip)
+	}
+	return out
+}
+
+// BadValue is one refused value; Tip is clap's suggestion ("" = no tip line,
+// as clap prints none below a Jaro similarity of 0.7).
+type BadValue struct {
+	Value string `json:"value"`
+	Tip   string `json:"tip,omitempty"`
+	Why   string `json:"why"`
+	// Flag is the flag given the value: --policy when empty, or
+	// --prefill-policy, --decode-policy.
+	Flag string `json:"flag,omitempty"`
+}
+
+// FlagName is the flag the value is given to (--policy by default).
+func (v BadValue) FlagName() string {
+	if v.Flag == "" {
+		return "--policy"
+	}
+	return v.Flag
+}
+
+// caseName names the value's case: "--policy roundrobin".
+func (v BadValue) caseName() string { return v.FlagName() + " " + v.Value }
+
+// cases are a case per bad value, each on a deployment of its own (of
+// shape, when the claim runs on a prefill/decode pair).
+func (b BadPolicy) cases(shape *PDShape) []framework.Case {
+	var out []framework.Case
+	for _, v := range b.Values {
+		d := &framework.Deployment{RouterArgs: []string{v.FlagName(), v.Value}, Own: true}
+		if shape != nil {
+			d.Prefill, d.Decode = shape.Prefill, shape.Decode
+		}
+		out = append(out, framework.Case{Name: v.caseName(), Deployment: d})
+	}
+	return out
+}
+
+// ArgOf is clap's name for v's flag in its error: the row's arg for
+// --policy, else "<flag> <VALUE_NAME>", the value name being the field's
+// name upper-cased ('--prefill-policy <PREFILL_POLICY>').
+func (b BadPolicy) ArgOf(v BadValue) string {
+	if v.Flag == "" {
+		return b.Arg
+	}
+	name := strings.ToUpper(strings.ReplaceAll(strings.TrimPrefix(v.Flag, "--"), "-", "_"))
+	return fmt.Sprintf("%s <%s>", v.Flag, name)
+}
+
+// ClapError is the text clap writes to stderr for value v (docs/routers.md#clap-errors):
+// the lines the router's previous container log must contain.
+func (b BadPolicy) ClapError(v BadValue) []string {
+	lines := []string{
+		fmt.Sprintf("error: invalid value '%s' for '%s'", v.Value, b.ArgOf(v)),
+		fmt.Sprintf("  [possible values: %s]", strings.Join(b.PossibleValues, ", ")),
+	}
+	if v.Tip != "" {
+		lines = append(lines, fmt.Sprintf("  tip: a similar value exists: '%s'", v.Tip))
+	}
+	return append(lines, "For more information, try '--help'.")
 }
 
 // BadPolicySpecInput is the input of BadPolicySpec.
 type BadPolicySpecInput struct {
-	Input
-	// Claim is the claim whose expect.yaml row documents the value
-	// (default badpolicy; pdbadpolicy runs it on prefill/decode pairs).
-	Claim string
-	// Value is the value to refuse; "" for a pair the claim does not apply
-	// to (the spec then skips with the documented reason).
-	Value string
-	// Flag is the flag given the value: "" for --policy, or
-	// --prefill-policy, --decode-policy as the row documents.
-	Flag string
+	framework.Spec
+	// BadPolicy is the row's refusal; the case names the value to refuse.
+	BadPolicy BadPolicy
 }
 
-// BadPolicySpec: a --policy value the router does not accept passes
+// BadPolicySpec: a policy value the router does not accept passes
 // admission (the operator does not check values) and stops the router at
 // startup: exit code 2, clap's error with its possible values (and a tip for
 // a near miss) in the previous container's log, RouterReady False, and the
 // deployment never Ready. The deployment is deleted as soon as all that is
 // confirmed: on a GPU cluster its engines hold accelerators for nothing.
+// badpolicy runs it for --policy, pdbadpolicy for the per-pool flags.
 func BadPolicySpec(input func() BadPolicySpecInput) {
 	var (
-		in   BadPolicySpecInput
-		spec string
-		bp   fixtures.BadPolicy
-		bad  fixtures.BadValue
-		pd   *fixtures.PD
+		in  BadPolicySpecInput
+		bad BadValue
 	)
 	BeforeEach(func() {
 		in = input()
-		spec = cmp.Or(in.Claim, ClaimBadPolicy)
-		exp := in.begin("BadPolicySpec", spec)
-		Expect(exp.BadPolicy).NotTo(BeNil(), "fixtures/expect.yaml: claims[%s] row %s has no badPolicy", spec, in.Pair)
-		bp, pd = *exp.BadPolicy, exp.PD
-		i := slices.IndexFunc(bp.Values, func(v fixtures.BadValue) bool { return v.Value == in.Value && v.Flag == in.Flag })
-		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a documented bad %s value of %s", in.Value, cmp.Or(in.Flag, "--policy"), in.Pair)
-		bad = bp.Values[i]
+		in.Begin("BadPolicySpec")
+		i := slices.IndexFunc(in.BadPolicy.Values, func(v BadValue) bool { return v.caseName() == in.Case.Name })
+		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a documented bad value of %s", in.Case.Name, in.Pair)
+		bad = in.BadPolicy.Values[i]
 	})
 
 	It("stops the router at startup with clap's error and exit code 2, and the deployment never becomes Ready", func(ctx SpecContext) {
-		name := spec + "-" + in.Value
-		if bad.Flag != "" {
-			name = spec + "-" + strings.TrimSuffix(strings.TrimPrefix(bad.Flag, "--"), "-policy") + "-" + in.Value
-		}
-		own := in.own(in.Pair, objectName(name, in.Pair), bad.FlagName(), in.Value)
-		own.PD = pd
-		dep, err := own.Create(ctx, in.Target, spec)
-		Expect(err).NotTo(HaveOccurred(), "creating %s", own.Name)
+		bp := in.BadPolicy
+		dep, err := in.Deployment.Create(ctx, in.Target, in.Claim)
+		Expect(err).NotTo(HaveOccurred(), "creating %s", in.Deployment.Name)
 
 		var clap routerlog.ClapError
-		crash := in.awaitCrash(ctx, spec, dep, func(logs string) (err error) {
+		crash := in.AwaitCrash(ctx, dep, func(logs string) (err error) {
 			clap, err = routerlog.FindClapError(logs)
 			return err
 		})
-		crashed, stderr, cond := crash.Pod, crash.Text, crash.RouterReady
+		recordCrash(in.Spec, bad.Value, crash, clap.Text)
+		in.Record(fmt.Sprintf("%s: exit %d, %s", in.Case.Name, bp.ExitCode, tipWords(bad.Tip)),
+			fmt.Sprintf("%s: exit %d, %q, %s, RouterReady %s", in.Case.Name, *crash.Pod.LastExitCode, clap.Message, tipWords(strings.Join(clap.Tips, ", ")), crash.RouterReady))
 
-		given := bad.FlagName() + " " + in.Value
-		report.Record(report.RouterExit{Claim: spec, Pair: in.Pair.String(), Value: in.Value, ExitCode: crashed.LastExitCode,
-			Restarts: crashed.Restarts, Ready: crashed.Ready, RouterReady: cond, Stderr: clap.Text})
-		report.Record(report.Claim{Claim: spec, Pair: in.Pair.String(),
-			Expected: fmt.Sprintf("%s: exit %d, %s", given, bp.ExitCode, tipWords(bad.Tip)),
-			Measured: fmt.Sprintf("%s: exit %d, %q, %s, RouterReady %s", given, *crashed.LastExitCode, clap.Message, tipWords(strings.Join(clap.Tips, ", ")), cond)})
-
-		Expect(*crashed.LastExitCode).To(BeEquivalentTo(bp.ExitCode), "the router's exit code")
-		refused := assertions.HaveRefusedPolicyValue(in.Value, bp.ArgOf(bad)).WithPossibleValues(bp.PossibleValues...).WithLines(bp.ClapError(bad)...)
+		Expect(crash.Pod).To(assertions.HaveExitedWith(bp.ExitCode), "the router's exit code")
+		refused := assertions.HaveRefusedPolicyValue(bad.Value, bp.ArgOf(bad)).WithPossibleValues(bp.PossibleValues...).WithLines(bp.ClapError(bad)...)
 		if bad.Tip != "" {
 			refused = refused.WithTip(bad.Tip)
 		} else {
 			refused = refused.WithoutTip() // no value is close enough for clap to offer one
 		}
-		Expect(stderr).To(refused, "the previous container's log")
+		Expect(crash.Text).To(refused, "the previous container's log")
 
-		in.expectNeverReady(ctx, spec, dep)
-
-		own.Release(ctx, in.Target)
+		in.ExpectNeverReady(ctx, dep)
+		in.Deployment.Release(ctx, in.Target)
 	})
 }
 
@@ -137,13 +188,8 @@ func tipWords(tip string) string {
 	return "tip '" + tip + "'"
 }
 
-// badValues are claim's documented bad values for a pair, or one empty
-// value when the claim does not apply (so the pair still shows as skipped,
-// with the reason).
-func badValues(claim string, p api.Pair) []fixtures.BadValue {
-	exp, err := fixtures.Lookup(claim, p)
-	if err != nil || exp.BadPolicy == nil {
-		return []fixtures.BadValue{{}}
-	}
-	return exp.BadPolicy.Values
+// recordCrash records a router that stopped at startup.
+func recordCrash(in framework.Spec, value string, crash framework.RouterCrash, stderr string) {
+	report.Record(report.RouterExit{Claim: in.Claim, Pair: in.Pair.String(), Value: value, ExitCode: crash.Pod.LastExitCode,
+		Restarts: crash.Pod.Restarts, Ready: crash.Pod.Ready, RouterReady: crash.RouterReady, Stderr: stderr})
 }

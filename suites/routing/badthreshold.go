@@ -8,13 +8,15 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/fixtures"
-	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimBadThreshold: a cache_aware threshold value the router refuses.
+// ClaimBadThreshold: a cache_aware threshold the router cannot accept
+// stops it at startup, with clap's error when the value does not parse
+// and the policy's own validation error when it parses but is out of range.
 const ClaimBadThreshold = "badthreshold"
 
 // badThresholdReplicas is the engine replicas of a bad-threshold
@@ -23,30 +25,60 @@ const ClaimBadThreshold = "badthreshold"
 // costs half the accelerators.
 const badThresholdReplicas = 1
 
-var _ = register(Claim{
-	Name:        ClaimBadThreshold,
-	Title:       "Bad threshold values",
-	Labels:      []string{LabelNeedsGPU},
+// BadThresholdRow is what badthreshold's rows state.
+type BadThresholdRow struct {
+	BadThresholds []BadThreshold `json:"badThresholds"`
+}
+
+// BadThreshold is a cache_aware threshold value the router refuses at
+// startup, and how.
+type BadThreshold struct {
+	// Arg is the argv token, e.g. --cache-threshold=abc (the = form, so a
+	// leading '-' in the value is not taken for a flag).
+	Arg      string `json:"arg"`
+	ExitCode int    `json:"exitCode"`
+	// Lines are what the previous container's log holds, verbatim.
+	Lines []string `json:"lines"`
+	Why   string   `json:"why"`
+}
+
+// Check implements yamlbind.Checker.
+func (b BadThreshold) Check() []string {
+	var out []string
+	if !strings.HasPrefix(b.Arg, "--") || !strings.Contains(b.Arg, "=") {
+		out = append(out, "arg must be --flag=value")
+	}
+	if b.ExitCode < 1 || len(b.Lines) == 0 {
+		out = append(out, "needs an exitCode above 0 and lines")
+	}
+	return out
+}
+
+var _ = framework.Add(Registry, framework.Claim[BadThresholdRow]{
+	Name:  ClaimBadThreshold,
+	Title: "Bad threshold values",
+	Asserts: "a threshold its Rust type cannot hold stops the router with clap's value-parser error and exit 2; one out " +
+		"of the policy's range with `Error: InvalidValue {...}` and exit 1; RouterReady False, never Ready (one engine " +
+		"replica each)",
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Require: func(e fixtures.Expectation) []string {
-		return need(nil, len(e.BadThresholds) > 0, "badthreshold needs badThresholds")
-	},
 	// Each value is a deployment of its own, deleted as soon as the crash
 	// is confirmed: no other claim can use a router that never starts.
-	Deployment: nil,
-	Spec: func(p api.Pair, input func() Input) {
-		describeCases(ClaimBadThreshold, p, "any threshold", badThresholdArgs, func(arg string) {
-			BadThresholdSpec(func() BadThresholdSpecInput { return BadThresholdSpecInput{Input: input(), Arg: arg} })
-		})
+	Cases: func(_ fixtures.Row, r BadThresholdRow) []framework.Case {
+		var out []framework.Case
+		for _, b := range r.BadThresholds {
+			out = append(out, framework.Case{Name: b.Arg, Deployment: &framework.Deployment{RouterArgs: []string{b.Arg}, Replicas: badThresholdReplicas, Own: true}})
+		}
+		return out
+	},
+	Specs: func(input func() framework.Input[BadThresholdRow]) {
+		BadThresholdSpec(func() BadThresholdSpecInput { return BadThresholdSpecInput{Input: input()} })
 	},
 })
 
 // BadThresholdSpecInput is the input of BadThresholdSpec.
 type BadThresholdSpecInput struct {
-	Input
-	// Arg is the --flag=value to refuse ("" for a pair the claim does not
-	// apply to: the spec skips with the reason).
-	Arg string
+	framework.Input[BadThresholdRow]
 }
 
 // BadThresholdSpec: a threshold value the router refuses stops it at
@@ -56,24 +88,21 @@ type BadThresholdSpecInput struct {
 // log holds the derived lines, RouterReady is False and the deployment
 // never becomes Ready; it is deleted as soon as that is confirmed.
 func BadThresholdSpec(input func() BadThresholdSpecInput) {
-	const spec = ClaimBadThreshold
 	var (
 		in  BadThresholdSpecInput
-		bad fixtures.BadThreshold
+		bad BadThreshold
 	)
 	BeforeEach(func() {
 		in = input()
-		exp := in.begin("BadThresholdSpec", ClaimBadThreshold)
-		bad = findCase(exp.BadThresholds, func(b fixtures.BadThreshold) string { return b.Arg }, in.Arg, "badThresholds arg", in.Pair)
+		in.Begin("BadThresholdSpec")
+		bad = findCase(in.Spec, in.Expect.BadThresholds, func(b BadThreshold) string { return b.Arg })
 	})
 
 	It("stops the router at startup with the derived error and exit code, and the deployment never becomes Ready", func(ctx SpecContext) {
-		own := in.own(in.Pair, objectName("bt"+bad.Flag()+"-"+bad.Value(), in.Pair), bad.Arg)
-		own.Replicas = badThresholdReplicas
-		dep, err := own.Create(ctx, in.Target, spec)
-		Expect(err).NotTo(HaveOccurred(), "creating %s", own.Name)
+		dep, err := in.Deployment.Create(ctx, in.Target, in.Claim)
+		Expect(err).NotTo(HaveOccurred(), "creating %s", in.Deployment.Name)
 
-		crash := in.awaitCrash(ctx, spec, dep, func(logs string) error {
+		crash := in.AwaitCrash(ctx, dep, func(logs string) error {
 			for _, l := range routerlog.Lines(logs) {
 				if strings.HasPrefix(l.Text, "error: ") || strings.HasPrefix(l.Text, "Error: ") {
 					return nil
@@ -81,33 +110,20 @@ func BadThresholdSpec(input func() BadThresholdSpecInput) {
 			}
 			return errors.New("the previous container's log has no error line yet")
 		})
-		var lines, errLines []string
+		var errLines []string
 		for _, l := range strings.Split(crash.Text, "\n") {
 			l = strings.TrimRight(l, "\r")
-			lines = append(lines, l)
 			if strings.HasPrefix(l, "error: ") || strings.HasPrefix(l, "Error: ") {
 				errLines = append(errLines, l)
 			}
 		}
-		code := *crash.Pod.LastExitCode
-		report.Record(report.RouterExit{Claim: spec, Pair: in.Pair.String(), Value: bad.Arg, ExitCode: crash.Pod.LastExitCode,
-			Restarts: crash.Pod.Restarts, Ready: crash.Pod.Ready, RouterReady: crash.RouterReady, Stderr: strings.Join(errLines, "\n")})
-		report.Record(report.Claim{Claim: spec, Pair: in.Pair.String(),
-			Expected: fmt.Sprintf("%s: exit %d, %q", bad.Arg, bad.ExitCode, bad.Lines[0]),
-			Measured: fmt.Sprintf("%s: exit %d, %q, RouterReady %s", bad.Arg, code, strings.Join(errLines, " | "), crash.RouterReady)})
+		recordCrash(in.Spec, bad.Arg, crash, strings.Join(errLines, "\n"))
+		in.Record(fmt.Sprintf("%s: exit %d, %q", bad.Arg, bad.ExitCode, bad.Lines[0]),
+			fmt.Sprintf("%s: exit %d, %q, RouterReady %s", bad.Arg, *crash.Pod.LastExitCode, strings.Join(errLines, " | "), crash.RouterReady))
 
-		Expect(code).To(BeEquivalentTo(bad.ExitCode), "the router's exit code: %s", bad.Why)
-		Expect(lines).To(ContainElements(bad.Lines), "the previous container's log: %s", bad.Why)
-		in.expectNeverReady(ctx, spec, dep)
-		own.Release(ctx, in.Target)
+		Expect(crash.Pod).To(assertions.HaveExitedWith(bad.ExitCode), "the router's exit code: %s", bad.Why)
+		Expect(crash.Text).To(assertions.HaveLogLines(bad.Lines...), "the previous container's log: %s", bad.Why)
+		in.ExpectNeverReady(ctx, dep)
+		in.Deployment.Release(ctx, in.Target)
 	})
-}
-
-// badThresholdArgs are the refused args of a row.
-func badThresholdArgs(e fixtures.Expectation) []string {
-	var out []string
-	for _, b := range e.BadThresholds {
-		out = append(out, b.Arg)
-	}
-	return out
 }

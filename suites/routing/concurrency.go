@@ -2,40 +2,70 @@ package routing
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/split"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimConcurrency: the affinity traffic at each configured concurrency.
+// ClaimConcurrency: the affinity traffic at each configured concurrency
+// keeps the shape the routers' algorithms imply: vllm-router spreads chats
+// by least load, sglang-gateway keeps a shared prefix on one replica.
 const ClaimConcurrency = "concurrency"
 
-var _ = register(Claim{
-	Name:        ClaimConcurrency,
-	Title:       "Concurrent spread",
-	Labels:      []string{LabelNeedsGPU},
+// ConcurrencyRow is what concurrency's rows state.
+type ConcurrencyRow struct {
+	Concurrency Concurrency `json:"concurrency"`
+}
+
+// Concurrency is what concurrent traffic at each configured level
+// (traffic.concurrency) does to the split.
+type Concurrency struct {
+	// Shape is the split at every level: spread, one-replica or recorded.
+	Shape string `json:"shape"`
+	// UpTo is the highest level the shape is derived for (0: all); the
+	// split of a higher level is recorded only.
+	UpTo int `json:"upTo,omitempty"`
+}
+
+// Check implements yamlbind.Checker.
+func (c Concurrency) Check() []string {
+	var out []string
+	if !slices.Contains([]string{fixtures.ShapeSpread, fixtures.ShapeOneReplica, fixtures.ShapeRecorded}, c.Shape) {
+		out = append(out, fmt.Sprintf("shape %q is not one of spread, one-replica, recorded", c.Shape))
+	}
+	if c.UpTo < 0 {
+		out = append(out, "upTo must be >= 0")
+	}
+	return out
+}
+
+var _ = framework.Add(Registry, framework.Claim[ConcurrencyRow]{
+	Name:  ClaimConcurrency,
+	Title: "Concurrent spread",
+	Asserts: "the affinity chats at each `traffic.concurrency` level (after one warm-up request): no failures; vllm-router " +
+		"uses both replicas at every level (chat routes on \"\", least in flight), sglang-gateway keeps each level on one " +
+		"replica (prefix match; the imbalance rule needs more than 64 in flight); llm-d recorded; split, errors, latency " +
+		"and TTFT p50/p95/p99 per level in a sweep chart",
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Require: func(e fixtures.Expectation) []string {
-		return need(nil, e.Concurrency != nil, "concurrency needs concurrency.shape")
-	},
 	// The default deployment: each level's prompts start with a fresh
 	// nonce and its split is a delta over its own requests.
-	Deployment: documentedArgs,
-	Spec: func(_ api.Pair, input func() Input) {
+	Specs: func(input func() framework.Input[ConcurrencyRow]) {
 		ConcurrencySpec(func() ConcurrencySpecInput { return ConcurrencySpecInput{Input: input()} })
 	},
 })
 
 // ConcurrencySpecInput is the input of ConcurrencySpec.
 type ConcurrencySpecInput struct {
-	Input
+	framework.Input[ConcurrencyRow]
 	// Levels overrides traffic.concurrency when set.
 	Levels []int
 	// Requests overrides traffic.requests (per level) when > 0.
@@ -51,13 +81,10 @@ type ConcurrencySpecInput struct {
 // and latency and TTFT percentiles are recorded as one sweep. Latencies are
 // evidence, never asserted (performance claims are benchmarks).
 func ConcurrencySpec(input func() ConcurrencySpecInput) {
-	var (
-		in  ConcurrencySpecInput
-		exp fixtures.Expectation
-	)
+	var in ConcurrencySpecInput
 	BeforeEach(func() {
 		in = input()
-		exp = in.begin("ConcurrencySpec", ClaimConcurrency)
+		in.Begin("ConcurrencySpec")
 		if in.Levels == nil {
 			in.Levels = in.Config.Traffic.Concurrency
 		}
@@ -67,10 +94,10 @@ func ConcurrencySpec(input func() ConcurrencySpecInput) {
 	})
 
 	It("routes concurrent prefix-sharing chats as the algorithm implies at every level, with no failures", func(ctx SpecContext) {
-		dep := in.ready(ctx, ClaimConcurrency, exp.RouterArgs)
-		rs := in.replicas(ctx, dep)
-		shape := exp.Concurrency
-		sweep := report.Sweep{Claim: ClaimConcurrency, Pair: in.Pair.String(), Expected: concurrencyWords(*shape),
+		dep := in.Ready(ctx)
+		rs := in.Replicas(ctx, dep)
+		shape := in.Expect.Concurrency
+		sweep := report.Sweep{Claim: in.Claim, Pair: in.Pair.String(), Expected: concurrencyWords(shape),
 			Title: fmt.Sprintf("1 warm-up + %d chats per level, %d-character shared prefix, streaming and not in turn", in.Requests, in.Config.Traffic.PrefixChars)}
 		type level struct {
 			c      int
@@ -79,14 +106,14 @@ func ConcurrencySpec(input func() ConcurrencySpecInput) {
 		}
 		var levels []level
 		for _, c := range in.Levels {
-			before := scrapeEngines(ctx, dep, rs)
-			plan := in.plan(ctx, dep, 1)
-			warm := in.send(ctx, ClaimConcurrency, plan)
+			before := framework.ScrapeEngines(ctx, dep, rs)
+			plan := in.ChatPlan(ctx, dep, 1)
+			warm := in.Send(ctx, plan)
 			// The same prefix: the level continues the warm-up's prompts.
 			plan.Prompts.Nonce = warm.Plan.Prompts.Nonce
 			plan.Requests, plan.Concurrency, plan.FirstIndex = in.Requests, c, 1
-			rep := in.send(ctx, ClaimConcurrency, plan)
-			s := in.measureSplit(ctx, ClaimConcurrency, dep, in.Pair, rs, before, in.Requests+1)
+			rep := in.Send(ctx, plan)
+			s := in.MeasureSplit(ctx, dep, rs, before, in.Requests+1)
 			sum := rep.Summary
 			l := report.SweepLevel{Concurrency: c, Requests: in.Requests + 1, Failures: sum.Failed,
 				Latency: report.Millis(sum.Latency.P50, sum.Latency.P95, sum.Latency.P99),
@@ -103,7 +130,7 @@ func ConcurrencySpec(input func() ConcurrencySpecInput) {
 		for _, l := range levels {
 			measured = append(measured, fmt.Sprintf("c=%d %s (%d failed)", l.c, l.s.Ratio(), l.failed))
 		}
-		report.Record(report.Claim{Claim: ClaimConcurrency, Pair: in.Pair.String(), Expected: sweep.Expected, Measured: strings.Join(measured, ", ")})
+		in.Record(sweep.Expected, strings.Join(measured, ", "))
 
 		for _, l := range levels {
 			if shape.UpTo > 0 && l.c > shape.UpTo {
@@ -111,16 +138,16 @@ func ConcurrencySpec(input func() ConcurrencySpecInput) {
 			}
 			switch shape.Shape {
 			case fixtures.ShapeSpread:
-				Expect(l.s).To(assertions.UseEveryReplica(), "concurrency %d: %s", l.c, exp.Derivation)
+				Expect(l.s).To(assertions.UseEveryReplica(), "concurrency %d: %s", l.c, in.Row.Derivation)
 			case fixtures.ShapeOneReplica:
-				Expect(l.s).To(assertions.BeAllOnOneReplica(), "concurrency %d: %s", l.c, exp.Derivation)
+				Expect(l.s).To(assertions.BeAllOnOneReplica(), "concurrency %d: %s", l.c, in.Row.Derivation)
 			}
 		}
 	})
 }
 
 // concurrencyWords is the derived shape in words.
-func concurrencyWords(c fixtures.Concurrency) string {
+func concurrencyWords(c Concurrency) string {
 	var w string
 	switch c.Shape {
 	case fixtures.ShapeSpread:

@@ -1,7 +1,14 @@
 package routing
 
-// ClaimConsistentHash: --policy consistent_hash: a hash ring keyed by a session header (vllm-router).
+import "github.com/gpustack/routing-conformance/suites/framework"
+
+// ClaimConsistentHash: vllm-router's --policy consistent_hash maps a
+// session key on a hash ring, so every chat with the same x-session-id
+// lands on one replica, many keys use every replica, and chats without the
+// header share one constant key and one replica (PolicySpec with keyed
+// traffic).
 const ClaimConsistentHash = "consistenthash"
 
-// The spec is PolicySpec, run as fixtures/expect.yaml's consistenthash row says.
-var _ = register(policyClaim(ClaimConsistentHash, "Consistent hash set at creation"))
+var _ = framework.Add(Registry, policyClaim(ClaimConsistentHash, "Consistent hash set at creation",
+	"vllm-router `--policy consistent_hash`: banner; 16 `x-session-id` values × 4 chats, each value on one replica and "+
+		"the values over both; 8 chats without the header on one replica (`request:` key)"))

@@ -11,34 +11,67 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
-	"github.com/gpustack/routing-conformance/fixtures"
-	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimDefaults: the policy a router starts with when no policy flag is given.
+// ClaimDefaults: the policy a router starts with when no policy flag is
+// given. The argv routers print it in their startup banner; llm-d-router
+// has no policy but a scheduling configuration, whose scorer weights the
+// operator renders and the epp logs once it has applied its defaults.
 const ClaimDefaults = "defaults"
 
-var _ = register(Claim{
-	Name:        ClaimDefaults,
-	Title:       "Default policy",
-	Labels:      []string{LabelNeedsGPU},
+// DefaultsRow is what defaults' rows state: a banner for the argv
+// routers, scorer weights for llm-d-router.
+type DefaultsRow struct {
+	// Banner is the policy the router's startup banner shows.
+	Banner framework.Banner `json:"banner,omitempty"`
+	// Scorers are the scheduling-profile weights llm-d-router runs with.
+	Scorers []Scorer `json:"scorers,omitempty"`
+}
+
+// Check implements yamlbind.Checker.
+func (r DefaultsRow) Check() []string {
+	if r.Banner == "" && len(r.Scorers) == 0 {
+		return []string{"defaults needs banner or scorers"}
+	}
+	return nil
+}
+
+// Scorer is one plugin weight in an llm-d scheduling profile.
+type Scorer struct {
+	Profile string  `json:"profile"`
+	Plugin  string  `json:"plugin"`
+	Weight  float64 `json:"weight"`
+}
+
+func weights(ss []Scorer) []assertions.Weight {
+	var out []assertions.Weight
+	for _, s := range ss {
+		out = append(out, assertions.Weight{Profile: s.Profile, Plugin: s.Plugin, Weight: s.Weight})
+	}
+	return out
+}
+
+var _ = framework.Add(Registry, framework.Claim[DefaultsRow]{
+	Name:  ClaimDefaults,
+	Title: "Default policy",
+	Asserts: "with no policy flag the banner reads `policy: CacheAware { cache_threshold: 0.3, balance_abs_threshold: 64, " +
+		"balance_rel_threshold: 1.5, ... }`; llm-d-router's rendered `epp.yaml` (read from the router ConfigMap) and its " +
+		"effective-configuration log line score prefix-cache 3, queue 2, kv-cache-utilization 2",
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Require: func(e fixtures.Expectation) []string {
-		out := need(nil, e.Banner != "" || len(e.Scorers) > 0, "defaults needs banner or scorers")
-		return requireBanner(out, e.Banner)
-	},
-	Deployment: documentedArgs,
-	Spec: func(_ api.Pair, input func() Input) {
+	Specs: func(input func() framework.Input[DefaultsRow]) {
 		DefaultsSpec(func() DefaultsSpecInput { return DefaultsSpecInput{Input: input()} })
 	},
 })
 
 // DefaultsSpecInput is the input of DefaultsSpec.
 type DefaultsSpecInput struct {
-	Input
+	framework.Input[DefaultsRow]
 }
 
 // DefaultsSpec: with no policy flag each argv router logs the CacheAware
@@ -47,25 +80,23 @@ type DefaultsSpecInput struct {
 func DefaultsSpec(input func() DefaultsSpecInput) {
 	var (
 		in  DefaultsSpecInput
-		exp fixtures.Expectation
 		dep clusters.Deployment
 	)
 	BeforeEach(func(ctx SpecContext) {
 		in = input()
-		exp = in.begin("DefaultsSpec", ClaimDefaults)
-		dep = in.ready(ctx, ClaimDefaults, exp.RouterArgs)
+		in.Begin("DefaultsSpec")
+		dep = in.Ready(ctx)
 	})
 
 	It("starts with the documented default policy when no policy flag is given", func(ctx SpecContext) {
-		if len(exp.Scorers) > 0 {
-			expectScorers(ctx, in.Target, dep, in.Pair, exp)
+		if len(in.Expect.Scorers) > 0 {
+			expectScorers(ctx, in.Spec, dep, in.Expect.Scorers)
 			return
 		}
-		b := in.waitBanner(ctx, ClaimDefaults, dep)
-		measured := "policy: " + b.Policy.String()
-		report.Record(report.Banner{Claim: ClaimDefaults, Pair: in.Pair.String(), Expected: exp.Banner, Line: b.Summary()})
-		report.Record(report.Claim{Claim: ClaimDefaults, Pair: in.Pair.String(), Expected: exp.Banner, Measured: measured})
-		expectBanner(b, exp.Banner)
+		b := in.WaitBanner(ctx, dep)
+		in.RecordBanner(string(in.Expect.Banner), b)
+		in.Record(string(in.Expect.Banner), "policy: "+b.Policy.String())
+		framework.ExpectBanner(b, in.Expect.Banner)
 	})
 }
 
@@ -74,7 +105,7 @@ func DefaultsSpec(input func() DefaultsSpecInput) {
 // ConfigMap, read through the target) and in the epp container's startup
 // line that prints the configuration after defaults are applied (weights
 // as %.2f, docs/llmd.md#startup-log-lines).
-func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p api.Pair, exp fixtures.Expectation) {
+func expectScorers(ctx context.Context, in framework.Spec, dep clusters.Deployment, scorers []Scorer) {
 	GinkgoHelper()
 	By("reading the rendered EndpointPickerConfig from the router ConfigMap")
 	cfg, err := dep.RouterConfig(ctx)
@@ -83,25 +114,13 @@ func expectScorers(ctx context.Context, t Target, dep clusters.Deployment, p api
 	Expect(err).NotTo(HaveOccurred(), "epp.yaml of the router ConfigMap:\n%s", cfg["epp.yaml"])
 
 	By("reading the epp's effective configuration from its startup log")
-	line := effectiveConfig(ctx, t, ClaimDefaults, dep)
-
-	var missing, found []string
-	for _, s := range exp.Scorers {
-		if w, ok := rendered[s.Profile][s.Plugin]; !ok || w != s.Weight {
-			missing = append(missing, fmt.Sprintf("epp.yaml %s: %s weight %v (rendered: %v)", s.Profile, s.Plugin, s.Weight, rendered[s.Profile]))
-		}
-		want := fmt.Sprintf("{PluginRef: %s, Weight: %.2f}", s.Plugin, s.Weight)
-		profile := fmt.Sprintf("{Name: %s, Plugins: [", s.Profile)
-		i := strings.Index(line, profile)
-		if i < 0 || !strings.Contains(line[i:], want) {
-			missing = append(missing, "effective configuration "+s.Profile+": "+want)
-			continue
-		}
-		found = append(found, fmt.Sprintf("%s %s %.0f", s.Profile, s.Plugin, s.Weight))
+	sc := assertions.SchedulingConfig{Rendered: rendered, Effective: effectiveConfig(ctx, in, dep)}
+	var found []string
+	for _, s := range scorers {
+		found = append(found, fmt.Sprintf("%s %s %v", s.Profile, s.Plugin, rendered[s.Profile][s.Plugin]))
 	}
-	report.Record(report.Claim{Claim: ClaimDefaults, Pair: p.String(), Expected: exp.Summary,
-		Measured: "rendered and effective: " + strings.Join(found, ", ")})
-	Expect(missing).To(BeEmpty(), "scorers missing or different; effective configuration line: %s", line)
+	in.Record(in.Row.Summary, "rendered: "+strings.Join(found, ", "))
+	Expect(sc).To(assertions.HaveSchedulingWeights(weights(scorers)...))
 }
 
 // profileWeights reads an EndpointPickerConfig's scheduling profiles into
@@ -142,11 +161,11 @@ func profileWeights(doc string) (map[string]map[string]float64, error) {
 // after defaults, with weights as %.2f and plugin parameters as JSON
 // (docs/llmd.md#startup-log-lines). The line is a zap JSON object whose
 // config field holds it; a line that is not JSON is returned whole.
-func effectiveConfig(ctx context.Context, t Target, claim string, dep clusters.Deployment) string {
+func effectiveConfig(ctx context.Context, in framework.Spec, dep clusters.Deployment) string {
 	GinkgoHelper()
 	const marker = "Effective raw configuration"
 	var line string
-	t.eventually(ctx, claim, config.OpWaitLogs, func(ctx context.Context) error {
+	in.Eventually(ctx, config.OpWaitLogs, func(ctx context.Context) error {
 		logs, err := dep.RouterLogs(ctx, clusters.LogOptions{Container: api.ContainerEPP})
 		if err != nil {
 			return err

@@ -1,8 +1,69 @@
 package routing
 
-// ClaimKillEngine: the busiest engine Pod killed with a zero grace period while traffic runs (clusters.FaultInjector.KillEnginePod).
-// The spec is FaultSpec (faults.go); the row's fault and bounds are in
-// fixtures/expect.yaml.
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
+	"github.com/gpustack/routing-conformance/suites/framework"
+)
+
+// ClaimKillEngine: the busiest engine Pod killed with a zero grace period
+// while traffic runs (clusters.FaultInjector.KillEnginePod). Failed
+// requests stay within the row's bound, the operator starts a replacement
+// (new name) that is Ready and confirmed behind the router within
+// <claim>/recover, and the surviving replica is untouched.
 const ClaimKillEngine = "killengine"
 
-var _ = faultClaim(ClaimKillEngine, "An engine Pod killed mid-traffic")
+var _ = framework.Add(Registry, func() framework.Claim[FaultRow] {
+	c := faultClaim(ClaimKillEngine, "An engine Pod killed mid-traffic",
+		"the busiest engine Pod killed (zero grace period) mid-traffic: failed requests within the bound, a replacement "+
+			"Pod Ready and confirmed within `killengine/recover`, the survivor untouched",
+		killEngine)
+	// The replacement of the killed Pod is one engine Pod more, one more
+	// model load on a GPU.
+	c.Cases = func(row fixtures.Row, _ FaultRow) []framework.Case {
+		return []framework.Case{{Deployment: framework.Shared(row.RouterArgs), ExtraEnginePods: 1}}
+	}
+	return c
+}())
+
+// killEngine kills the replica the traffic goes to and waits for its
+// replacement.
+func killEngine(ctx context.Context, fr *faultRun) {
+	GinkgoHelper()
+	rs := fr.in.Replicas(ctx, fr.dep)
+	before := framework.ScrapeEngines(ctx, fr.dep, rs)
+	l := fr.warm(ctx)
+	victim := fr.busiest(ctx, rs, before)
+	By(fmt.Sprintf("killing engine Pod %s (zero grace period) while traffic runs", victim.Name))
+	t0 := time.Now()
+	Expect(fr.fi.KillEnginePod(ctx, victim)).To(Succeed())
+	fr.in.Whole(ctx, fr.dep)
+	var now []clusters.Replica
+	fr.in.Eventually(ctx, config.OpRecover, func(g Gomega, ctx context.Context) {
+		var err error
+		now, err = fr.dep.Replicas(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(now).To(HaveLen(len(rs)))
+		g.Expect(framework.ReplicaUIDs(now)).NotTo(ContainElement(victim.UID), "the killed Pod is gone")
+	}).Should(Succeed())
+	fr.in.Whole(ctx, fr.dep)
+	recovery := time.Since(t0)
+	fr.in.WaitOK(ctx, l, framework.LoadBatch, time.Now())
+	s := l.Stop()
+	var replacement string
+	for _, r := range now {
+		if _, had := fr.engines[r.Name]; !had {
+			replacement = r.Name
+		}
+	}
+	fr.record(fmt.Sprintf("killed engine Pod %s, replaced by %s", victim.Name, replacement), s, recovery, "")
+	fr.expectEngines(ctx, "the killed Pod replaced under a new name, the survivor untouched", victim.Name)
+}

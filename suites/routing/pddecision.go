@@ -7,38 +7,69 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/fixtures"
-	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 	"github.com/gpustack/routing-conformance/traffic"
 )
 
 // ClaimPDDecision: llm-d-router decides per request whether to split it
-// between a prefill and a decode endpoint.
+// between a prefill and a decode endpoint: a prompt short enough to be
+// mostly cached is served by the decode endpoint alone.
 const ClaimPDDecision = "pddecision"
 
-var _ = register(Claim{
-	Name:        ClaimPDDecision,
-	Title:       "Prefill/decode decision per request",
+// PDDecisionRow is what pddecision's rows state.
+type PDDecisionRow struct {
+	PD     PDShape `json:"pd"`
+	Disagg Disagg  `json:"disagg"`
+	// Scorers are the prefill and decode profiles' weights.
+	Scorers []Scorer `json:"scorers"`
+	// Series count the decisions.
+	Series []fixtures.Series `json:"series"`
+}
+
+// Disagg is what llm-d-router's prefix-based-pd-decider decides per request
+// (docs/llmd.md#disaggregated-prefill-and-decode): a request whose prompt
+// tokens not cached on the chosen decode endpoint reach Threshold is split
+// (prefill-decode), any other is served by the decode endpoint alone
+// (decode-only).
+type Disagg struct {
+	// Threshold is the decider's nonCachedTokens as the operator renders it
+	// (disaggregationThresholdTokens, default 8).
+	Threshold int `json:"threshold"`
+	// ShortPrompt is a completions prompt of fewer tokens than Threshold,
+	// sent Requests times: decode-only every time.
+	ShortPrompt string `json:"shortPrompt"`
+	// LongChars is the length of the unrelated completions prompts sent
+	// Requests times after the short ones: prefill-decode every time.
+	LongChars int `json:"longChars"`
+	Requests  int `json:"requests"`
+}
+
+// Check implements yamlbind.Checker.
+func (d Disagg) Check() []string {
+	if d.Requests < 1 || d.ShortPrompt == "" || d.LongChars < 1 || d.Threshold < 1 {
+		return []string{"disagg needs threshold, shortPrompt, longChars and requests, each above 0"}
+	}
+	return nil
+}
+
+var _ = framework.Add(Registry, framework.Claim[PDDecisionRow]{
+	Name:  ClaimPDDecision,
+	Title: "Prefill/decode decision per request",
+	Asserts: "llm-d-router: the rendered prefill/decode profiles and `prefix-based-pd-decider` " +
+		"(`nonCachedTokens` 8); short completions are `decode-only`, long unrelated ones `prefill-decode`, counted by " +
+		"`llm_d_epp_disagg_decision_total{decision_type}` and by the engines each reaches",
 	PD:          true,
-	Labels:      []string{LabelNeedsGPU},
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Require: func(e fixtures.Expectation) []string {
-		d := e.Disagg
-		out := need(nil, e.PD != nil && d != nil && d.Requests > 0 && d.ShortPrompt != "" && d.LongChars > 0 && d.Threshold > 0,
-			"pddecision needs pd and disagg (threshold, shortPrompt, longChars, requests)")
-		return need(out, len(e.Scorers) > 0 && len(e.Series) > 0, "pddecision needs scorers and series")
-	},
-	Deployment: documentedArgs,
-	Spec: func(_ api.Pair, input func() Input) {
-		PDDecisionSpec(func() PDSpecInput { return PDSpecInput{Input: input()} })
-	},
+	Cases:       func(row fixtures.Row, r PDDecisionRow) []framework.Case { return r.PD.shared(row.RouterArgs) },
+	Specs:       PDDecisionSpec,
 })
 
 // PDDecisionSpec: the operator renders llm-d-router's prefill and decode
@@ -49,42 +80,24 @@ var _ = register(Claim{
 // (prefill-decode: one prefill and one decode engine request each); each
 // decision counts in llm_d_epp_disagg_decision_total{decision_type}
 // (docs/llmd.md#disaggregated-prefill-and-decode, docs/operator.md#llm-d-scoring-configuration).
-func PDDecisionSpec(input func() PDSpecInput) {
-	var (
-		in  Input
-		exp fixtures.Expectation
-	)
+func PDDecisionSpec(input func() framework.Input[PDDecisionRow]) {
+	var in framework.Input[PDDecisionRow]
 	BeforeEach(func() {
-		in = input().Input
-		exp = in.begin("PDDecisionSpec", ClaimPDDecision)
+		in = input()
+		in.Begin("PDDecisionSpec")
 	})
 
 	It("serves a short prompt on the decode endpoint alone and splits a long one", func(ctx SpecContext) {
-		d := *exp.Disagg
-		dep := in.readyPD(ctx, ClaimPDDecision, exp)
+		d := in.Expect.Disagg
+		dep := in.Ready(ctx)
 
 		By("reading the profiles and the decider from the epp's effective configuration")
-		cfg := effectiveConfig(ctx, in.Target, ClaimPDDecision, dep)
-		var missing, found []string
-		for _, s := range exp.Scorers {
-			want := fmt.Sprintf("{PluginRef: %s, Weight: %.2f}", s.Plugin, s.Weight)
-			i := strings.Index(cfg, fmt.Sprintf("{Name: %s, Plugins: [", s.Profile))
-			if j := strings.Index(cfg[max(i, 0):], "]}"); i < 0 || j < 0 || !strings.Contains(cfg[i:i+j], want) {
-				missing = append(missing, s.Profile+": "+want)
-				continue
-			}
-			found = append(found, fmt.Sprintf("%s %s %.0f", s.Profile, s.Plugin, s.Weight))
-		}
-		decider := regexp.MustCompile(fmt.Sprintf(`Type: prefix-based-pd-decider, Parameters: \{[^}]*"nonCachedTokens":\s*%d\b`, d.Threshold))
-		if decider.MatchString(cfg) {
-			found = append(found, fmt.Sprintf("prefix-based-pd-decider nonCachedTokens %d", d.Threshold))
-		} else {
-			missing = append(missing, fmt.Sprintf("prefix-based-pd-decider with nonCachedTokens %d", d.Threshold))
-		}
+		cfg := assertions.SchedulingConfig{Effective: effectiveConfig(ctx, in.Spec, dep)}
+		decider := fmt.Sprintf(`Type: prefix-based-pd-decider, Parameters: \{[^}]*"nonCachedTokens":\s*%d\b`, d.Threshold)
 
-		prefill, decode := pools(ctx, dep, *exp.PD)
-		routerBefore := routerMetrics(ctx, dep)
-		before := scrapeEngines(ctx, dep, poolOf("", prefill, decode))
+		prefill, decode := pools(ctx, dep, in.Expect.PD)
+		routerBefore := framework.RouterMetrics(ctx, dep)
+		before := framework.ScrapeEngines(ctx, dep, poolOf("", prefill, decode))
 		base, err := dep.OpenAIBaseURL(ctx)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -92,31 +105,32 @@ func PDDecisionSpec(input func() PDSpecInput) {
 		for i := 0; i < d.Requests; i++ {
 			Expect(postCompletion(ctx, base, in.Config.Model.Name, d.ShortPrompt, in.Config.Traffic.MaxTokens)).To(Succeed(), "short completion %d", i)
 		}
-		long := in.plan(ctx, dep, d.Requests)
+		long := in.ChatPlan(ctx, dep, d.Requests)
 		long.Endpoint, long.Mode = traffic.EndpointCompletions, traffic.ModeNonStream
 		long.Prompts = traffic.PromptSet{Kind: traffic.PromptsUnrelated, PrefixChars: d.LongChars}
-		in.send(ctx, ClaimPDDecision, long)
+		in.Send(ctx, long)
 
 		// Only the split requests reach a prefill engine; every request
 		// reaches a decode engine.
-		preSplit := in.measureSplit(ctx, ClaimPDDecision, dep, in.Pair, prefill, before, d.Requests)
-		decSplit := in.measureSplit(ctx, ClaimPDDecision, dep, in.Pair, decode, before, 2*d.Requests)
-		report.Record(splitEntry(ClaimPDDecision, in.Pair, fmt.Sprintf("prefill pool: %d short and %d long completions", d.Requests, d.Requests),
-			preSplit, prefill, 2*d.Requests, 0, fmt.Sprintf("%d in all (the long ones)", d.Requests)))
-		report.Record(splitEntry(ClaimPDDecision, in.Pair, fmt.Sprintf("decode pool: %d short and %d long completions", d.Requests, d.Requests),
-			decSplit, decode, 2*d.Requests, 0, fmt.Sprintf("%d in all", 2*d.Requests)))
+		preSplit := in.MeasureSplit(ctx, dep, prefill, before, d.Requests)
+		decSplit := in.MeasureSplit(ctx, dep, decode, before, 2*d.Requests)
+		in.RecordSplit(fmt.Sprintf("prefill pool: %d short and %d long completions", d.Requests, d.Requests),
+			preSplit, prefill, 2*d.Requests, 0, fmt.Sprintf("%d in all (the long ones)", d.Requests))
+		in.RecordSplit(fmt.Sprintf("decode pool: %d short and %d long completions", d.Requests, d.Requests),
+			decSplit, decode, 2*d.Requests, 0, fmt.Sprintf("%d in all", 2*d.Requests))
 
-		measured := []string{strings.Join(found, ", "), fmt.Sprintf("prefill engines +%d, decode engines +%d", preSplit.Total(), decSplit.Total())}
-		var readings []reading
-		for _, s := range exp.Series {
-			words, r := in.seriesDelta(ctx, ClaimPDDecision, dep, routerBefore, s, poolOf(s.Pool, prefill, decode), d.Requests)
+		measured := []string{fmt.Sprintf("prefill engines +%d, decode engines +%d", preSplit.Total(), decSplit.Total())}
+		var readings []framework.Reading
+		for _, s := range in.Expect.Series {
+			words, r := in.SeriesDelta(ctx, dep, routerBefore, s, poolOf(s.Pool, prefill, decode), d.Requests)
 			measured = append(measured, words)
 			readings = append(readings, r)
 		}
-		report.Record(report.Claim{Claim: ClaimPDDecision, Pair: in.Pair.String(), Expected: exp.Summary, Measured: strings.Join(measured, "; ")})
-		Expect(missing).To(BeEmpty(), "missing from the effective configuration: %s", cfg)
+		in.Record(in.Row.Summary, strings.Join(measured, "; "))
+		Expect(cfg).To(assertions.HaveSchedulingWeights(weights(in.Expect.Scorers)...))
+		Expect(cfg.Effective).To(MatchRegexp(decider), "the effective configuration's prefix-based-pd-decider with nonCachedTokens %d", d.Threshold)
 		for _, r := range readings {
-			r.expect()
+			r.Expect()
 		}
 	})
 }

@@ -1,23 +1,26 @@
 package routing
 
 import (
-	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/fixtures"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimPDPolicies: --prefill-policy and --decode-policy set at creation.
+// ClaimPDPolicies: --prefill-policy and --decode-policy set at creation
+// route each pool by its own flag where the router honours them, and show
+// in the banner either way.
 const ClaimPDPolicies = "pdpolicies"
 
-var _ = register(Claim{
-	Name:        ClaimPDPolicies,
-	Title:       "Per-pool policy flags",
+var _ = framework.Add(Registry, framework.Claim[PDTrafficRow]{
+	Name:  ClaimPDPolicies,
+	Title: "Per-pool policy flags",
+	Asserts: "`--prefill-policy round_robin --decode-policy cache_aware` on vllm-router split prefills 4/4 " +
+		"and keep decodes on one replica; on sglang-gateway the operator's IGW mode builds both pools from `--policy`, so " +
+		"the pool flags show in the banner and route nothing",
 	PD:          true,
-	Labels:      []string{LabelNeedsGPU},
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Require:     requirePD(ClaimPDPolicies),
-	Deployment:  documentedArgs,
-	Spec: func(_ api.Pair, input func() Input) {
-		PDPoliciesSpec(func() PDSpecInput { return PDSpecInput{Input: input()} })
-	},
+	Cases:       func(row fixtures.Row, r PDTrafficRow) []framework.Case { return r.PD.shared(row.RouterArgs) },
+	Specs:       PDPoliciesSpec,
 })
 
 // PDPoliciesSpec: --prefill-policy and --decode-policy set at creation show
@@ -26,7 +29,6 @@ var _ = register(Claim{
 // cache_aware on decode keeps them on one replica). sglang-gateway under the
 // operator runs in IGW mode, which builds the P/D router from --policy
 // alone: the pool flags route nothing (docs/routers.md#corrections).
-func PDPoliciesSpec(input func() PDSpecInput) {
-	pdTrafficSpec("PDPoliciesSpec", ClaimPDPolicies, "routes each pool by the policy the router actually gives it",
-		func() Input { return input().Input })
+func PDPoliciesSpec(input func() framework.Input[PDTrafficRow]) {
+	pdTrafficSpec("PDPoliciesSpec", "routes each pool by the policy the router actually gives it", input)
 }

@@ -1,7 +1,14 @@
 package routing
 
-// ClaimPrefixHash: --policy prefix_hash over HTTP, which carries no token ids (sglang-gateway).
+import "github.com/gpustack/routing-conformance/suites/framework"
+
+// ClaimPrefixHash: sglang-gateway's --policy prefix_hash routes by token
+// ids, which its HTTP router never has: every chat is refused with 503
+// no_available_workers after the policy ran on each of its attempts, and
+// no engine sees one (PolicySpec with refusals).
 const ClaimPrefixHash = "prefixhash"
 
-// The spec is PolicySpec, run as fixtures/expect.yaml's prefixhash row says.
-var _ = register(policyClaim(ClaimPrefixHash, "Prefix hash set at creation"))
+var _ = framework.Add(Registry, policyClaim(ClaimPrefixHash, "Prefix hash set at creation",
+	"sglang-gateway `--policy prefix_hash` over HTTP: banner; every chat 503 `no_available_workers` (body and "+
+		"`X-SMG-Error-Code`), no engine sees one, `smg_prefix_hash_policy_branch_total{branch=\"no_tokens\"}` +5 per chat "+
+		"(5 attempts)"))

@@ -1,7 +1,13 @@
 package routing
 
-// ClaimRendezvousHash: --policy rendezvous_hash: the highest hash of key and worker (vllm-router).
+import "github.com/gpustack/routing-conformance/suites/framework"
+
+// ClaimRendezvousHash: vllm-router's --policy rendezvous_hash sends a
+// session key to the worker with the highest hash of key and address: as
+// consistent_hash, every x-session-id value keeps one replica, many values
+// use every replica, chats without the header share one (PolicySpec with
+// keyed traffic).
 const ClaimRendezvousHash = "rendezvoushash"
 
-// The spec is PolicySpec, run as fixtures/expect.yaml's rendezvoushash row says.
-var _ = register(policyClaim(ClaimRendezvousHash, "Rendezvous hash set at creation"))
+var _ = framework.Add(Registry, policyClaim(ClaimRendezvousHash, "Rendezvous hash set at creation",
+	"vllm-router `--policy rendezvous_hash`: as `consistenthash` with banner `policy: RendezvousHash`"))

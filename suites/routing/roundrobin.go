@@ -1,43 +1,45 @@
 package routing
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/assertions"
-	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
-	"github.com/gpustack/routing-conformance/metrics"
-	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimRoundRobin: --policy round_robin set at creation.
+// ClaimRoundRobin: --policy round_robin set at creation splits serial
+// requests evenly and the routers count every pick.
 const ClaimRoundRobin = "roundrobin"
 
-var _ = register(Claim{
-	Name:        ClaimRoundRobin,
-	Title:       "Round robin",
-	Labels:      []string{LabelNeedsGPU},
+// RoundRobinRow is what roundrobin's rows state (its routerArgs are the
+// --policy).
+type RoundRobinRow struct {
+	Banner framework.Banner `json:"banner"`
+	// Split is the documented even split.
+	Split fixtures.Split `json:"split"`
+	// Series are the router's pick counters and how they rise.
+	Series []fixtures.Series `json:"series"`
+}
+
+var _ = framework.Add(Registry, framework.Claim[RoundRobinRow]{
+	Name:  ClaimRoundRobin,
+	Title: "Round robin",
+	Asserts: "`--policy round_robin`: banner `policy: RoundRobin`; 120 requests give 60/60; " +
+		"`vllm_router_policy_decisions_total{policy=\"round_robin\"}` +60 per worker; `smg_worker_selection_total{policy=\"round_robin\"}` +120",
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Require: func(e fixtures.Expectation) []string {
-		out := need(nil, e.Banner != "" && e.Split != nil && len(e.Series) > 0, "roundrobin needs banner, split and series")
-		return requireBanner(out, e.Banner)
-	},
-	Deployment: documentedArgs,
-	Spec: func(_ api.Pair, input func() Input) {
+	Specs: func(input func() framework.Input[RoundRobinRow]) {
 		RoundRobinSpec(func() RoundRobinSpecInput { return RoundRobinSpecInput{Input: input()} })
 	},
 })
 
 // RoundRobinSpecInput is the input of RoundRobinSpec.
 type RoundRobinSpecInput struct {
-	Input
+	framework.Input[RoundRobinRow]
 	// Requests overrides traffic.requests when > 0.
 	Requests int
 }
@@ -47,91 +49,42 @@ type RoundRobinSpecInput struct {
 // counts; the router's own counters rise as documented (vllm-router's
 // policy decisions per worker, sglang-gateway's selections in all).
 func RoundRobinSpec(input func() RoundRobinSpecInput) {
-	var (
-		in  RoundRobinSpecInput
-		exp fixtures.Expectation
-	)
+	var in RoundRobinSpecInput
 	BeforeEach(func() {
 		in = input()
-		exp = in.begin("RoundRobinSpec", ClaimRoundRobin)
+		in.Begin("RoundRobinSpec")
 		if in.Requests == 0 {
 			in.Requests = in.Config.Traffic.Requests
 		}
-		Expect(exp.Split.Expected(in.Requests, int(in.Config.Replicas))).NotTo(BeNil(),
+		Expect(in.Expect.Split.Expected(in.Requests, int(in.Config.Replicas))).NotTo(BeNil(),
 			"%d requests do not divide evenly over %d replicas; set traffic.requests (or E2E_REQUESTS) to a multiple", in.Requests, in.Config.Replicas)
 	})
 
 	It("logs policy: RoundRobin, splits requests evenly and counts every pick", func(ctx SpecContext) {
-		dep := in.ready(ctx, ClaimRoundRobin, exp.RouterArgs)
+		dep := in.Ready(ctx)
+		b := in.WaitBanner(ctx, dep)
+		in.RecordBanner(string(in.Expect.Banner), b)
+		framework.ExpectBanner(b, in.Expect.Banner)
 
-		b := in.waitBanner(ctx, ClaimRoundRobin, dep)
-		report.Record(report.Banner{Claim: ClaimRoundRobin, Pair: in.Pair.String(), Expected: exp.Banner, Line: b.Summary()})
-		expectBanner(b, exp.Banner)
-
-		rs := in.replicas(ctx, dep)
-		routerBefore := routerMetrics(ctx, dep)
-		before := scrapeEngines(ctx, dep, rs)
-		rep := in.send(ctx, ClaimRoundRobin, in.plan(ctx, dep, in.Requests))
-		s := in.measureSplit(ctx, ClaimRoundRobin, dep, in.Pair, rs, before, in.Requests)
-		want := shapeWords(*exp.Split, in.Requests, len(rs))
-		title := fmt.Sprintf("%d serial chats, --policy round_robin", in.Requests)
-		report.Record(splitEntry(ClaimRoundRobin, in.Pair, title, s, rs, in.Requests, rep.Summary.Failed, want))
+		rs := in.Replicas(ctx, dep)
+		routerBefore := framework.RouterMetrics(ctx, dep)
+		before := framework.ScrapeEngines(ctx, dep, rs)
+		rep := in.Send(ctx, in.ChatPlan(ctx, dep, in.Requests))
+		s := in.MeasureSplit(ctx, dep, rs, before, in.Requests)
+		want := framework.ShapeWords(in.Expect.Split, in.Requests, len(rs))
+		in.RecordSplit(fmt.Sprintf("%d serial chats, --policy round_robin", in.Requests), s, rs, in.Requests, rep.Summary.Failed, want)
 
 		measured := []string{s.Ratio()}
-		var rises []reading
-		for _, series := range exp.Series {
-			words, r := in.seriesDelta(ctx, ClaimRoundRobin, dep, routerBefore, series, rs, in.Requests)
+		var rises []framework.Reading
+		for _, series := range in.Expect.Series {
+			words, r := in.SeriesDelta(ctx, dep, routerBefore, series, rs, in.Requests)
 			measured = append(measured, words)
 			rises = append(rises, r)
 		}
-		report.Record(report.Claim{Claim: ClaimRoundRobin, Pair: in.Pair.String(), Expected: exp.Summary, Measured: strings.Join(measured, "; ")})
-		expectShape(s, *exp.Split, in.Requests)
+		in.Record(in.Row.Summary, strings.Join(measured, "; "))
+		framework.ExpectShape(s, in.Expect.Split, in.Requests)
 		for _, r := range rises {
-			r.expect()
+			r.Expect()
 		}
 	})
-}
-
-// seriesDelta waits until a router series has risen as documented over the
-// traffic (per worker: requests/replicas on each replica's worker label; in
-// all: requests), records the deltas of the last reading and returns them
-// in words with the reading, for the caller to assert after recording the
-// rest.
-func (in Input) seriesDelta(ctx context.Context, claim string, dep clusters.Deployment, before metrics.Snapshot,
-	s fixtures.Series, rs []clusters.Replica, requests int) (string, reading) {
-	GinkgoHelper()
-	want := s.Expected(requests, len(rs))
-	ms := labelMatchers(s.Labels)
-	sel := metrics.Selector(s.Name, ms)
-	workers := workerValues(rs, s.WorkerValue)
-	r := reading{what: fmt.Sprintf("the router's %s over %d requests", s.Name, requests),
-		matcher: assertions.HaveCounterRisenBy(before, s.Name, want, ms...)}
-	if s.Delta == fixtures.DeltaPerWorker {
-		r.matcher = assertions.HaveCounterRisenByPer(before, s.Name, s.WorkerLabel, workers, want, ms...)
-	}
-	By("checking " + sel + " rose as documented")
-	// Counters settle once the last response is relayed: wait for them, then
-	// record the reading that was judged, whether or not it matched.
-	r.after, r.err = settle(ctx, in.Target, claim, config.OpWaitMetrics, dep.RouterMetrics, r.matcher)
-	if r.err != nil {
-		return fmt.Sprintf("%s: %v", sel, r.err), r
-	}
-	ds, err := metrics.Deltas(before, r.after, s.Name, ms...)
-	if err != nil {
-		return fmt.Sprintf("%s: %v", sel, err), r
-	}
-	for _, d := range ds {
-		expected := want
-		report.Record(report.MetricDelta{Claim: claim, Pair: in.Pair.String(), Metric: d.Name, Labels: d.Labels,
-			Before: d.Before, After: d.After, Delta: d.Delta(), Expected: &expected})
-	}
-	if s.Delta == fixtures.DeltaPerWorker {
-		per := metrics.SumDeltasBy(ds, s.WorkerLabel)
-		var parts []string
-		for _, w := range workers {
-			parts = append(parts, fmt.Sprintf("%s=%s", w, metrics.FormatValue(per[w])))
-		}
-		return fmt.Sprintf("%s +{%s}", sel, strings.Join(parts, ", ")), r
-	}
-	return fmt.Sprintf("%s +%s", sel, metrics.FormatValue(metrics.SumDeltas(ds))), r
 }

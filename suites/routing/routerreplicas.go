@@ -18,30 +18,57 @@ import (
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/metrics"
 	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimRouterReplicas: spec.router.replicas above 1, behind the router
-// Service.
+// ClaimRouterReplicas: with spec.router.replicas above 1 behind the
+// router Service, a kept-alive client stays on one router Pod, new
+// connections spread over all of them, and each router Pod keeps its own
+// routing state.
 const ClaimRouterReplicas = "routerreplicas"
 
-var _ = register(Claim{
-	Name:        ClaimRouterReplicas,
-	Title:       "Router replicas behind the router Service",
-	Labels:      []string{LabelNeedsGPU},
+// RouterReplicasRow is what routerreplicas' rows state.
+type RouterReplicasRow struct {
+	RouterReplicas RouterReplicas `json:"routerReplicas"`
+}
+
+// RouterReplicas is a deployment scaled to Replicas router Pods behind the
+// router Service. What each router Pod's own state makes of the spread is
+// the row's derivation.
+type RouterReplicas struct {
+	Replicas int32 `json:"replicas"`
+	// RequestsSeries counts a router Pod's client requests (read per Pod).
+	RequestsSeries string `json:"requestsSeries"`
+	// KeepAlive is the engine split of serial traffic on one kept-alive
+	// connection (it stays on one router Pod).
+	KeepAlive fixtures.Split `json:"keepAlive"`
+}
+
+// Check implements yamlbind.Checker.
+func (r RouterReplicas) Check() []string {
+	if r.Replicas < 2 {
+		return []string{"replicas must be above 1"}
+	}
+	return nil
+}
+
+var _ = framework.Add(Registry, framework.Claim[RouterReplicasRow]{
+	Name:  ClaimRouterReplicas,
+	Title: "Router replicas behind the router Service",
+	Asserts: "`router.replicas: 2` behind the router Service: a kept-alive client stays on one router Pod; a connection " +
+		"per request spreads over both within a binomial bound; each router Pod keeps its own requests on one replica " +
+		"(llm-d + vLLM: recorded, its picks fall to KV usage and random ties); split and per-router-Pod counts reported",
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
 	Mutates:     true,
-	Require: func(e fixtures.Expectation) []string {
-		return need(nil, e.RouterReplicas != nil, "routerreplicas needs routerReplicas")
-	},
-	Deployment: documentedArgs,
-	Spec: func(_ api.Pair, input func() Input) {
+	Specs: func(input func() framework.Input[RouterReplicasRow]) {
 		RouterReplicasSpec(func() RouterReplicasSpecInput { return RouterReplicasSpecInput{Input: input()} })
 	},
 })
 
 // RouterReplicasSpecInput is the input of RouterReplicasSpec.
 type RouterReplicasSpecInput struct {
-	Input
+	framework.Input[RouterReplicasRow]
 	// Requests overrides traffic.requests when > 0.
 	Requests int
 }
@@ -62,53 +89,57 @@ const spreadSigmas = 5
 // prefix on one replica, that each router Pod still does so for its own
 // requests, so the engine split is made of whole router Pods' counts.
 func RouterReplicasSpec(input func() RouterReplicasSpecInput) {
-	var (
-		in  RouterReplicasSpecInput
-		exp fixtures.Expectation
-	)
+	var in RouterReplicasSpecInput
 	BeforeEach(func() {
 		in = input()
-		exp = in.begin("RouterReplicasSpec", ClaimRouterReplicas)
+		in.Begin("RouterReplicasSpec")
 		if in.Requests == 0 {
 			in.Requests = in.Config.Traffic.Requests
 		}
 	})
 
 	It("spreads connections over the router Pods and reports how affinity holds", func(ctx SpecContext) {
-		rr := exp.RouterReplicas
-		dep := in.ready(ctx, ClaimRouterReplicas, exp.RouterArgs)
-		in.restoreAfter(ctx, ClaimRouterReplicas, dep)
+		rr := in.Expect.RouterReplicas
+		dep := in.Ready(ctx)
+		in.RestoreAfter(ctx, dep)
 		By(fmt.Sprintf("scaling the router to %d replicas", rr.Replicas))
 		Expect(dep.Update(ctx, func(md *api.ModelDeployment) { md.Spec.Router.Replicas = api.Ptr(rr.Replicas) })).To(Succeed())
-		pods := in.waitRouterPods(ctx, ClaimRouterReplicas, dep, int(rr.Replicas), nil)
-		in.whole(ctx, ClaimRouterReplicas, dep)
-		rs := in.replicas(ctx, dep)
+		pods := in.WaitRouterPods(ctx, dep, int(rr.Replicas), nil)
+		in.Whole(ctx, dep)
+		rs := in.Replicas(ctx, dep)
 
 		kept := in.batch(ctx, dep, rs, pods, rr, false)
 		each := in.batch(ctx, dep, rs, pods, rr, true)
 
-		n := float64(in.Requests)
-		share := 1 / float64(len(pods))
-		slack := spreadSigmas * math.Sqrt(n*share*(1-share))
-		lo, hi := n*share-slack, n*share+slack
-		report.Record(report.Claim{Claim: ClaimRouterReplicas, Pair: in.Pair.String(), Expected: exp.Summary,
-			Measured: fmt.Sprintf("kept-alive: router Pods %s, engines %s; a connection each: router Pods %s (bound %.0f..%.0f each), engines %s, %.0f%% on the busiest replica",
-				kept.podWords(), kept.split.Ratio(), each.podWords(), lo, hi, each.split.Ratio(), 100*each.majority())})
+		lo, hi, derivation := spreadBound(in.Requests, len(pods))
+		in.Record(in.Row.Summary,
+			fmt.Sprintf("kept-alive: router Pods %s, engines %s; a connection each: router Pods %s (bound %d..%d each), engines %s, %.0f%% on the busiest replica",
+				kept.podWords(), kept.split.Ratio(), each.podWords(), lo, hi, each.split.Ratio(), 100*each.majority()))
 
-		Expect(kept.podCounts()).To(ContainElement(in.Requests), "a kept-alive client's requests all on one router Pod: %s", kept.podWords())
+		Expect(kept.podSplit(rr.RequestsSeries)).To(assertions.BeAllOnOneReplica(), "a kept-alive client's requests all on one router Pod")
 		if rr.KeepAlive.Shape != fixtures.ShapeRecorded {
-			expectShape(kept.split, *rr.KeepAlive, in.Requests)
+			framework.ExpectShape(kept.split, rr.KeepAlive, in.Requests)
 		}
-		for pod, c := range each.perPod {
-			Expect(c).To(BeNumerically(">=", lo), "router Pod %s got %v of %d connections; uniform spread allows %.0f..%.0f", pod, c, in.Requests, lo, hi)
-			Expect(c).To(BeNumerically("<=", hi), "router Pod %s got %v of %d connections; uniform spread allows %.0f..%.0f", pod, c, in.Requests, lo, hi)
-		}
+		Expect(each.podSplit(rr.RequestsSeries)).To(assertions.HaveEachCountWithin(lo, hi, derivation), "a connection per request over the router Pods")
 		if rr.KeepAlive.Shape == fixtures.ShapeOneReplica {
 			Expect(each.split).To(assertions.BeMadeOfWholeGroups(each.podCounts()...),
 				"each router Pod keeps its own requests on one replica (%s), so the engine split is made of whole router Pods' counts %s",
-				exp.Derivation, each.podWords())
+				in.Row.Derivation, each.podWords())
 		}
 	})
+}
+
+// spreadBound is the interval each router Pod's count of n connections
+// must lie in, and its derivation: connections go to a Ready Pod uniformly
+// at random (kube-proxy), so a Pod's count is Bin(n, 1/pods), and
+// spreadSigmas standard deviations either side fail a correct run about
+// once in 1.7 million.
+func spreadBound(n, pods int) (lo, hi int, derivation string) {
+	share := 1 / float64(pods)
+	mean := float64(n) * share
+	slack := spreadSigmas * math.Sqrt(float64(n)*share*(1-share))
+	lo, hi = int(math.Ceil(mean-slack)), int(math.Floor(mean+slack))
+	return lo, hi, fmt.Sprintf("Bin(%d, 1/%d): mean %.0f ± %d standard deviations (%.1f each)", n, pods, mean, spreadSigmas, slack/spreadSigmas)
 }
 
 // podBatch is one batch of requests through the router Service and where
@@ -125,6 +156,16 @@ func (b podBatch) podCounts() []int {
 		out = append(out, int(b.perPod[p]))
 	}
 	return out
+}
+
+// podSplit is the batch's requests per router Pod, as the router Pods
+// counted them.
+func (b podBatch) podSplit(series string) split.Split {
+	counts := map[string]int{}
+	for _, p := range b.pods {
+		counts[p] = int(b.perPod[p])
+	}
+	return split.New(series+" per router Pod", b.pods, counts)
 }
 
 func (b podBatch) podWords() string {
@@ -153,21 +194,21 @@ func (b podBatch) majority() float64 {
 // request when fresh) and reads the engine split and each router Pod's
 // request counter over it.
 func (in RouterReplicasSpecInput) batch(ctx context.Context, dep clusters.Deployment, rs []clusters.Replica,
-	pods []clusters.RouterPod, rr *fixtures.RouterReplicas, fresh bool) podBatch {
+	pods []clusters.RouterPod, rr RouterReplicas, fresh bool) podBatch {
 	GinkgoHelper()
-	routerBefore := routerMetrics(ctx, dep)
-	before := scrapeEngines(ctx, dep, rs)
-	plan := in.plan(ctx, dep, in.Requests)
+	routerBefore := framework.RouterMetrics(ctx, dep)
+	before := framework.ScrapeEngines(ctx, dep, rs)
+	plan := in.ChatPlan(ctx, dep, in.Requests)
 	plan.NewConnectionPerRequest = fresh
-	rep := in.send(ctx, ClaimRouterReplicas, plan)
-	s := in.measureSplit(ctx, ClaimRouterReplicas, dep, in.Pair, rs, before, in.Requests)
+	rep := in.Send(ctx, plan)
+	s := in.MeasureSplit(ctx, dep, rs, before, in.Requests)
 	b := podBatch{split: s, perPod: map[string]float64{}}
 	for _, p := range pods {
 		b.pods = append(b.pods, p.Name)
 	}
 	sort.Strings(b.pods)
 	// A router Pod counts a request as it ends: wait until they add up.
-	in.eventually(ctx, ClaimRouterReplicas, config.OpWaitMetrics, func(g Gomega, ctx context.Context) {
+	in.Eventually(ctx, config.OpWaitMetrics, func(g Gomega, ctx context.Context) {
 		after, err := dep.RouterMetrics(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
 		per, err := metrics.DeltaBy(routerBefore, after, rr.RequestsSeries, metrics.SourceLabel)
@@ -184,8 +225,8 @@ func (in RouterReplicasSpecInput) batch(ctx context.Context, dep clusters.Deploy
 		how = "a connection each"
 	}
 	title := fmt.Sprintf("%d serial chats, %s, %d router Pods", in.Requests, how, len(pods))
-	report.Record(splitEntry(ClaimRouterReplicas, in.Pair, title, s, rs, in.Requests, rep.Summary.Failed, "recorded with two router Pods"))
-	e := report.RouterPods{Claim: ClaimRouterReplicas, Pair: in.Pair.String(), Title: title}
+	in.RecordSplit(title, s, rs, in.Requests, rep.Summary.Failed, "recorded with two router Pods")
+	e := report.RouterPods{Claim: in.Claim, Pair: in.Pair.String(), Title: title}
 	for _, p := range b.pods {
 		e.Pods = append(e.Pods, report.ReplicaCount{Replica: p, Count: b.perPod[p]})
 	}

@@ -4,47 +4,141 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"regexp"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/split"
 	"github.com/gpustack/routing-conformance/fixtures"
-	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 	"github.com/gpustack/routing-conformance/traffic"
 )
 
-// ClaimRoutingText: what text each argv router's cache_aware matches on.
+// ClaimRoutingText: what text each argv router's cache_aware matches on:
+// the prompt of a completion; for a chat, vllm-router its session id (or
+// nothing), sglang-gateway the messages' text.
 const ClaimRoutingText = "routingtext"
 
-var _ = register(Claim{
-	Name:        ClaimRoutingText,
-	Title:       "Routing text",
-	Labels:      []string{LabelNeedsGPU},
+// RoutingTextRow is what routingtext's rows state.
+type RoutingTextRow struct {
+	// InFlight is the router's per-worker in-flight gauge that confirms
+	// each held request's dispatch.
+	InFlight fixtures.Series `json:"inFlight"`
+	// RoutingText lists the cases.
+	RoutingText []RoutingCase `json:"routingText"`
+}
+
+// Check implements yamlbind.Checker.
+func (r RoutingTextRow) Check() []string {
+	var names []string
+	for _, rc := range r.RoutingText {
+		names = append(names, rc.Name)
+	}
+	out := uniqueNames("routingText", names)
+	if r.InFlight.WorkerLabel == "" {
+		out = append(out, "inFlight needs its workerLabel")
+	}
+	return out
+}
+
+// Routing-text case vocabulary (RoutingCase).
+const (
+	EndpointChat        = "chat"
+	EndpointCompletions = "completions"
+
+	// KeysPrefixes: two long prompts that differ from their first
+	// character; KeysSessions: chats with two session_params.session_id
+	// values that differ from their first character; KeysBlankSessions:
+	// chats whose session ids are blank or whitespace; KeysUnrelated:
+	// serial chats sharing no prefix at all.
+	KeysPrefixes      = "prefixes"
+	KeysSessions      = "sessions"
+	KeysBlankSessions = "blank-sessions"
+	KeysUnrelated     = "unrelated"
+
+	// ExpectKept: each key's serial requests stay on the replica its first
+	// request took. ExpectOneReplica: every serial request lands on one
+	// replica, whatever its key.
+	ExpectKept       = "kept"
+	ExpectOneReplica = "one-replica"
+
+	// BusyOther: key B's first request, sent while key A's first is held
+	// in flight, goes to another replica (least load); BusySame: to A's
+	// (its text matched A's, and one request in flight is no imbalance).
+	BusyOther = "other"
+	BusySame  = "same"
+)
+
+// RoutingCase is one scenario of the routing-text claim. For two keys A
+// and B (every Keys but unrelated): A's first request is held in flight,
+// B's first request is sent meanwhile (and takes the other replica, least
+// load), then serial requests of A, then of B. For unrelated: serial
+// chats only.
+type RoutingCase struct {
+	// Name is unique in the row (lower-case, digits, '-').
+	Name string `json:"name"`
+	// Endpoint is chat or completions.
+	Endpoint string `json:"endpoint"`
+	// Keys is prefixes, sessions, blank-sessions or unrelated.
+	Keys string `json:"keys"`
+	// Busy is where key B's first request goes while key A's first is
+	// held: other or same (not set for unrelated).
+	Busy string `json:"busy,omitempty"`
+	// Expect is kept or one-replica (of the serial requests).
+	Expect string `json:"expect"`
+	// Why is the algorithmic fact that implies Expect.
+	Why string `json:"why"`
+}
+
+// Check implements yamlbind.Checker.
+func (rc RoutingCase) Check() []string {
+	var out []string
+	need := func(ok bool, msg string) {
+		if !ok {
+			out = append(out, msg)
+		}
+	}
+	need(rc.Endpoint == EndpointChat || rc.Endpoint == EndpointCompletions, "endpoint must be chat or completions")
+	need(slices.Contains([]string{KeysPrefixes, KeysSessions, KeysBlankSessions, KeysUnrelated}, rc.Keys),
+		"keys must be prefixes, sessions, blank-sessions or unrelated")
+	need(rc.Keys == KeysPrefixes || rc.Endpoint == EndpointChat, "sessions and unrelated keys are chats")
+	need(rc.Expect == ExpectKept || rc.Expect == ExpectOneReplica, "expect must be kept or one-replica")
+	need(rc.Keys != KeysUnrelated || rc.Expect == ExpectOneReplica, "unrelated serial chats have one key, so only one-replica applies")
+	need((rc.Keys == KeysUnrelated) == (rc.Busy == ""), "busy (other or same) is set for two keys, not for unrelated")
+	need(rc.Busy == "" || rc.Busy == BusyOther || rc.Busy == BusySame, "busy must be other or same")
+	return out
+}
+
+var _ = framework.Add(Registry, framework.Claim[RoutingTextRow]{
+	Name:  ClaimRoutingText,
+	Title: "Routing text",
+	Asserts: "key A's first request held in flight (confirmed on the router's in-flight gauge), key B's first sent " +
+		"meanwhile, then serial requests of each: completions keep one replica per prefix on both routers; vllm-router " +
+		"chat follows `session_params.session_id` (blank ids route on \"\") and otherwise lands on one replica; " +
+		"sglang-gateway chat keeps one replica per prefix and ignores session ids; unrelated serial chats on one replica",
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Require: func(e fixtures.Expectation) []string {
-		return need(nil, len(e.RoutingText) > 0 && e.InFlight != nil && e.InFlight.WorkerLabel != "",
-			"routingtext needs routingText cases and the inFlight gauge with its workerLabel")
-	},
 	// The default deployment: every case's keys are fresh (a new nonce or
 	// random session ids), its splits are deltas over its own requests, and
 	// it starts only once the router shows nothing in flight.
-	Deployment: documentedArgs,
-	Spec: func(p api.Pair, input func() Input) {
-		describeCases(ClaimRoutingText, p, "any case", routingCases, func(name string) {
-			RoutingTextSpec(func() RoutingTextSpecInput { return RoutingTextSpecInput{Input: input(), Case: name} })
-		})
+	Cases: func(row fixtures.Row, r RoutingTextRow) []framework.Case {
+		var out []framework.Case
+		for _, rc := range r.RoutingText {
+			out = append(out, framework.Case{Name: rc.Name, Deployment: framework.Shared(row.RouterArgs)})
+		}
+		return out
+	},
+	Specs: func(input func() framework.Input[RoutingTextRow]) {
+		RoutingTextSpec(func() RoutingTextSpecInput { return RoutingTextSpecInput{Input: input()} })
 	},
 })
 
 // RoutingTextSpecInput is the input of RoutingTextSpec.
 type RoutingTextSpecInput struct {
-	Input
-	// Case names the routingText case of the pair's row ("" for a pair the
-	// claim does not apply to: the spec skips with the reason).
-	Case string
+	framework.Input[RoutingTextRow]
 	// Requests is the number of serial requests per key (default 20).
 	Requests int
 }
@@ -58,52 +152,49 @@ type RoutingTextSpecInput struct {
 // Every split is an engine counter delta over the requests it names.
 func RoutingTextSpec(input func() RoutingTextSpecInput) {
 	var (
-		in  RoutingTextSpecInput
-		exp fixtures.Expectation
-		rc  fixtures.RoutingCase
+		in RoutingTextSpecInput
+		rc RoutingCase
 	)
 	BeforeEach(func() {
 		in = input()
-		exp = in.begin("RoutingTextSpec", ClaimRoutingText)
-		rc = findCase(exp.RoutingText, func(c fixtures.RoutingCase) string { return c.Name }, in.Case, "routingText case", in.Pair)
+		in.Begin("RoutingTextSpec")
+		rc = findCase(in.Spec, in.Expect.RoutingText, func(c RoutingCase) string { return c.Name })
 		if in.Requests == 0 {
 			in.Requests = 20
 		}
 	})
 
 	It("routes each key as its routing text implies", func(ctx SpecContext) {
-		dep := in.ready(ctx, ClaimRoutingText, exp.RouterArgs)
-		rs := in.replicas(ctx, dep)
-		base := in.plan(ctx, dep, in.Requests)
-		if rc.Endpoint == fixtures.EndpointCompletions {
+		dep := in.Ready(ctx)
+		rs := in.Replicas(ctx, dep)
+		base := in.ChatPlan(ctx, dep, in.Requests)
+		if rc.Endpoint == EndpointCompletions {
 			base.Endpoint = traffic.EndpointCompletions
 		}
 		base.Prompts.Nonce = newHex()
 		serial := func(plan traffic.Plan, what string) split.Split {
-			before := scrapeEngines(ctx, dep, rs)
-			in.send(ctx, ClaimRoutingText, plan)
-			s := in.measureSplit(ctx, ClaimRoutingText, dep, in.Pair, rs, before, plan.Requests)
-			title := fmt.Sprintf("%s: %d serial %s", rc.Name, plan.Requests, what)
-			report.Record(splitEntry(ClaimRoutingText, in.Pair, title, s, rs, plan.Requests, 0, rc.Expect))
+			before := framework.ScrapeEngines(ctx, dep, rs)
+			in.Send(ctx, plan)
+			s := in.MeasureSplit(ctx, dep, rs, before, plan.Requests)
+			in.RecordSplit(fmt.Sprintf("%s: %d serial %s", rc.Name, plan.Requests, what), s, rs, plan.Requests, 0, rc.Expect)
 			return s
 		}
 
-		if rc.Keys == fixtures.KeysUnrelated {
+		if rc.Keys == KeysUnrelated {
 			base.Prompts = traffic.PromptSet{Kind: traffic.PromptsUnrelated, PrefixChars: in.Config.Traffic.PrefixChars}
 			s := serial(base, "unrelated chats")
-			report.Record(report.Claim{Claim: ClaimRoutingText, Pair: in.Pair.String(), Expected: rc.Name + ": all on one replica",
-				Measured: rc.Name + ": " + s.Ratio()})
+			in.Record(rc.Name+": all on one replica", rc.Name+": "+s.Ratio())
 			Expect(s).To(assertions.BeAllOnOneReplica(), rc.Why)
 			return
 		}
 
 		a, b := keyPlans(base, rc.Keys)
-		h := in.startHolds(ctx, ClaimRoutingText, dep, rs, *exp.InFlight)
-		x := h.hold(ctx, a)
+		h := in.StartHolds(ctx, dep, rs, in.Expect.InFlight)
+		x := h.Hold(ctx, a)
 		first := b
 		first.Requests = 1
 		bFirst := serial(first, "request: key B's first, while key A's first is held on "+x)
-		h.release()
+		h.Release()
 
 		a.FirstIndex, b.FirstIndex = 1, 1
 		sa := serial(a, "requests of key A")
@@ -112,18 +203,17 @@ func RoutingTextSpec(input func() RoutingTextSpecInput) {
 		if served := bFirst.Served(); len(served) == 1 {
 			y = served[0]
 		}
-		report.Record(report.Claim{Claim: ClaimRoutingText, Pair: in.Pair.String(),
-			Expected: fmt.Sprintf("%s: B's first on the %s replica; serial %s", rc.Name, rc.Busy, rc.Expect),
-			Measured: fmt.Sprintf("%s: A's first held on %s, B's first on %s; serial A %s, serial B %s", rc.Name, x, y, sa.Ratio(), sb.Ratio())})
+		in.Record(fmt.Sprintf("%s: B's first on the %s replica; serial %s", rc.Name, rc.Busy, rc.Expect),
+			fmt.Sprintf("%s: A's first held on %s, B's first on %s; serial A %s, serial B %s", rc.Name, x, y, sa.Ratio(), sb.Ratio()))
 
-		if rc.Busy == fixtures.BusySame {
+		if rc.Busy == BusySame {
 			Expect(bFirst).To(assertions.BeAllOn(x), "B's first request while A's is held on %s: %s", x, rc.Why)
 		} else {
 			Expect(bFirst).To(assertions.BeAllOnOneReplica(), "B's first request")
-			Expect(bFirst.Count(x)).To(BeZero(), "B's first request went to %s, which holds A's first; least load picks another: %s", x, rc.Why)
+			Expect(bFirst).NotTo(assertions.UseReplica(x), "B's first request, sent while %s holds A's first; least load picks another: %s", x, rc.Why)
 		}
 		Expect(sa).To(assertions.BeAllOn(x), "serial requests of key A, whose first went to %s: %s", x, rc.Why)
-		if rc.Expect == fixtures.ExpectKept {
+		if rc.Expect == ExpectKept {
 			Expect(sb).To(assertions.BeAllOn(y), "serial requests of key B, whose first went to %s: %s", y, rc.Why)
 		} else {
 			Expect(sb).To(assertions.BeAllOn(x), "serial requests of key B land where key A's do: %s", rc.Why)
@@ -139,19 +229,19 @@ func RoutingTextSpec(input func() RoutingTextSpecInput) {
 func keyPlans(base traffic.Plan, keys string) (a, b traffic.Plan) {
 	a, b = base, base
 	switch keys {
-	case fixtures.KeysPrefixes:
+	case KeysPrefixes:
 		b.Prompts.Nonce = newHex()
 		for b.Prompts.Nonce[0] == a.Prompts.Nonce[0] {
 			b.Prompts.Nonce = newHex()
 		}
-	case fixtures.KeysSessions:
+	case KeysSessions:
 		ida, idb := newHex(), newHex()
 		for idb[0] == ida[0] {
 			idb = newHex()
 		}
 		a.SessionParams = map[string]string{"session_id": ida}
 		b.SessionParams = map[string]string{"session_id": idb}
-	case fixtures.KeysBlankSessions:
+	case KeysBlankSessions:
 		a.SessionParams = map[string]string{"session_id": " "}
 		b.SessionParams = map[string]string{"session_id": "\t \t"}
 	}
@@ -165,11 +255,25 @@ func newHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// routingCases names the routingText cases of a row.
-func routingCases(e fixtures.Expectation) []string {
+// findCase is the case of cases named in.Case.Name, failing the spec (an
+// invalid input) when there is none.
+func findCase[T any](in framework.Spec, cases []T, nameOf func(T) string) T {
+	GinkgoHelper()
+	i := slices.IndexFunc(cases, func(c T) bool { return nameOf(c) == in.Case.Name })
+	Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a case of %s for %s in %s", in.Case.Name, in.Claim, in.Pair, fixtures.ExpectPath)
+	return cases[i]
+}
+
+// uniqueNames checks a row's case names: unique, lower-case letters,
+// digits and '-'.
+func uniqueNames(field string, names []string) []string {
 	var out []string
-	for _, c := range e.RoutingText {
-		out = append(out, c.Name)
+	for i, n := range names {
+		if !caseName.MatchString(n) || slices.Contains(names[:i], n) {
+			out = append(out, fmt.Sprintf("%s[%d] (%s): name must be unique, lower-case letters, digits and '-'", field, i, n))
+		}
 	}
 	return out
 }
+
+var caseName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)

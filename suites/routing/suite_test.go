@@ -1,162 +1,17 @@
 package routing
 
 import (
-	"encoding/json"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/config"
-	"github.com/gpustack/routing-conformance/fixtures"
-	"github.com/gpustack/routing-conformance/report"
 )
 
-var (
-	flagConfig    = flag.String("e2e.config", "", "the suite config (default: e2e.yaml at the repository root; $E2E_CONFIG wins)")
-	flagArtifacts = flag.String("e2e.artifacts", "", "artifacts directory (default: $ARTIFACTS, then e2e.yaml's artifacts)")
-)
-
-// suite is set by SynchronizedBeforeSuite on every process; specs read it
-// through their input getters, never at tree construction.
-var suite Target
-
-// The spec tree: every registered claim for every documented pair.
-var _ = DescribeClaims(func() Target { return suite })
+// The whole run: the setup, every registered claim for every documented
+// pair, and the qualification report.
+var _ = Registry.Suite()
 
 func TestRouting(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Routing conformance")
-}
-
-// shared is what process 1 hands every process after the one-time setup.
-type shared struct {
-	// RunID labels every namespace of the run (kube, kind).
-	RunID string `json:"runID"`
-	// Kubeconfig is the kind cluster's kubeconfig path (kind only).
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-}
-
-var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
-	// Process 1: check the registry, the config and E2E_ISOLATE before any
-	// spec runs, then create what is created once per run (a kind cluster).
-	expect, err := fixtures.Expectations()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(CheckClaims(Claims(), expect)).To(Succeed(), "the claim registry and fixtures/expect.yaml disagree")
-	_, err = isolated()
-	Expect(err).NotTo(HaveOccurred())
-	cfg := mustLoadConfig()
-	s := shared{RunID: newRunID()}
-	if cfg.Target == config.TargetKind {
-		s.Kubeconfig = createKindCluster(ctx, cfg, s)
-	}
-	if cfg.Target != config.TargetSim && !cfg.SkipCleanup {
-		// Runs after every process is done: the safety net for specs that
-		// were interrupted before their own cleanup.
-		DeferCleanup(func(ctx SpecContext) error { return deleteRunNamespaces(ctx, cfg, s) },
-			NodeTimeout(intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
-	}
-	b, err := json.Marshal(s)
-	Expect(err).NotTo(HaveOccurred())
-	return b
-}, func(ctx SpecContext, data []byte) {
-	// Every process: connect to the target.
-	cfg := mustLoadConfig()
-	var s shared
-	Expect(json.Unmarshal(data, &s)).To(Succeed())
-	cluster, err := newCluster(ctx, cfg, s)
-	if err != nil {
-		Fail(fmt.Sprintf("cannot reach the %s target: %v", cfg.Target, err))
-	}
-	DeferCleanup(func(ctx SpecContext) error { return cluster.Close(ctx) }, NodeTimeout(intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
-	env, err := cluster.Describe(ctx)
-	if err != nil {
-		Fail(fmt.Sprintf("cannot describe the %s target: %v", cfg.Target, err))
-	}
-	suite = Target{Config: cfg, Cluster: cluster, Env: env}
-	GinkgoWriter.Printf("target %s: %d pairs supported\n", env.Target, countSupported(env))
-})
-
-var _ = ReportAfterSuite("qualification report", func(r Report) {
-	// Runs once, on process 1, over every process's specs.
-	dir := artifactsDir(suite.Config)
-	env := suite.Env
-	if env.Target == "" && suite.Config != nil {
-		env.Target = suite.Config.Target
-	}
-	// E2E_TARGET names the target when the config did not load.
-	files, err := report.Write(dir, r, report.Meta{Environment: env, Config: suite.Config, Target: os.Getenv("E2E_TARGET"),
-		RepoRoot: filepath.Dir(repositoryConfig())})
-	for _, f := range files {
-		fmt.Fprintf(GinkgoWriter, "wrote %s\n", f)
-	}
-	Expect(err).NotTo(HaveOccurred(), "writing the qualification report")
-	fmt.Printf("qualification report: %s\n", filepath.Join(dir, report.FileHTML))
-})
-
-// mustLoadConfig reads the config (flag, $E2E_CONFIG, or the repository's
-// e2e.yaml) and fails the suite with the config's own message when it is bad.
-func mustLoadConfig() *config.Config {
-	path := config.Path(*flagConfig, os.LookupEnv)
-	if path == "" {
-		path = repositoryConfig()
-	}
-	cfg, err := config.Load(path, ClaimNames()...)
-	if err != nil {
-		Fail("config error: " + err.Error())
-	}
-	if *flagArtifacts != "" {
-		abs, err := filepath.Abs(*flagArtifacts)
-		Expect(err).NotTo(HaveOccurred())
-		cfg.Artifacts = abs
-	}
-	return cfg
-}
-
-// repositoryConfig finds e2e.yaml in the working directory or above it (go
-// test runs in the package directory).
-func repositoryConfig() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "e2e.yaml"
-	}
-	for {
-		p := filepath.Join(dir, "e2e.yaml")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "e2e.yaml"
-		}
-		dir = parent
-	}
-}
-
-// artifactsDir is where reports go, even when the config failed to load.
-func artifactsDir(cfg *config.Config) string {
-	switch {
-	case cfg != nil:
-		return cfg.Artifacts
-	case *flagArtifacts != "":
-		return *flagArtifacts
-	case os.Getenv("ARTIFACTS") != "":
-		return os.Getenv("ARTIFACTS")
-	}
-	return filepath.Join(filepath.Dir(repositoryConfig()), "artifacts")
-}
-
-func countSupported(env clusters.Environment) int {
-	n := 0
-	for _, p := range env.Pairs {
-		if p.Supported {
-			n++
-		}
-	}
-	return n
 }

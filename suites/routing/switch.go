@@ -12,40 +12,70 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/metrics"
-	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimSwitch: a live edit of spec.router.extraArgs and back while traffic
-// runs.
+// ClaimSwitch: editing spec.router.extraArgs of a running deployment
+// replaces the router Pod (new banner, empty state) and leaves the
+// engines alone; traffic keeps flowing within a derived bound, and the new
+// args route as they would have at creation.
 const ClaimSwitch = "switch"
 
-var _ = register(Claim{
-	Name:    ClaimSwitch,
-	Title:   "Live switch of spec.router.extraArgs",
-	Labels:  []string{LabelNeedsGPU},
+// SwitchRow is what switch's rows state.
+type SwitchRow struct {
+	Switch Switch `json:"switch"`
+}
+
+// Switch is a live edit of spec.router.extraArgs from the creation-time
+// args to To and back, while traffic runs.
+type Switch struct {
+	// To are the extraArgs the first edit sets; the second restores the
+	// creation-time args.
+	To []string `json:"to"`
+	// Banner is the new router Pod's banner after the first edit, and
+	// BannerBack after the second (unset when the router prints none).
+	Banner     framework.Banner `json:"banner,omitempty"`
+	BannerBack framework.Banner `json:"bannerBack,omitempty"`
+	// Split is the measured serial batch's split after the first edit, and
+	// SplitBack after the second.
+	Split     fixtures.Split `json:"split"`
+	SplitBack fixtures.Split `json:"splitBack"`
+	// Series rise as documented over the batch after the first edit, on the
+	// new router Pod (its counters start at 0: nothing carried over).
+	Series []fixtures.Series `json:"series,omitempty"`
+	// Failed bounds the failed requests of the traffic over each edit.
+	Failed fixtures.Bound `json:"failed"`
+}
+
+// Check implements yamlbind.Checker.
+func (s Switch) Check() []string {
+	if len(s.To) == 0 {
+		return []string{"to must list the extraArgs the edit sets"}
+	}
+	return nil
+}
+
+var _ = framework.Add(Registry, framework.Claim[SwitchRow]{
+	Name:  ClaimSwitch,
+	Title: "Live switch of spec.router.extraArgs",
+	Asserts: "`spec.router.extraArgs` edited to `--policy round_robin` and back while traffic runs: each edit a new router " +
+		"Pod (new UID) with the new banner and empty state, engine Pods unchanged (same UIDs), 60/60 after the first edit " +
+		"and all on one replica after the second, failed requests within the stated bound (llm-d: `--v 3`, no policy)",
+	Labels:  []string{framework.LabelNeedsGPU},
 	Mutates: true,
-	Require: func(e fixtures.Expectation) []string {
-		out := need(nil, e.Switch != nil, "switch needs switch")
-		if e.Switch != nil {
-			out = need(out, e.Switch.Split != nil && e.Switch.SplitBack != nil, "switch needs switch.split and switch.splitBack")
-			out = requireBanner(out, e.Switch.Banner)
-			out = requireBanner(out, e.Switch.BannerBack)
-		}
-		return out
-	},
-	Deployment: documentedArgs,
-	Spec: func(_ api.Pair, input func() Input) {
+	Specs: func(input func() framework.Input[SwitchRow]) {
 		SwitchSpec(func() SwitchSpecInput { return SwitchSpecInput{Input: input()} })
 	},
 })
 
 // SwitchSpecInput is the input of SwitchSpec.
 type SwitchSpecInput struct {
-	Input
+	framework.Input[SwitchRow]
 	// Requests overrides traffic.requests for the measured batches when > 0.
 	Requests int
 }
@@ -58,26 +88,23 @@ type SwitchSpecInput struct {
 // traffic's failures stay within the bound; the engine Pods are untouched.
 // A serial batch after each edit splits as the new args say.
 func SwitchSpec(input func() SwitchSpecInput) {
-	var (
-		in  SwitchSpecInput
-		exp fixtures.Expectation
-	)
+	var in SwitchSpecInput
 	BeforeEach(func() {
 		in = input()
-		exp = in.begin("SwitchSpec", ClaimSwitch)
+		in.Begin("SwitchSpec")
 		if in.Requests == 0 {
 			in.Requests = in.Config.Traffic.Requests
 		}
 	})
 
 	It("replaces the router Pod on each edit, keeps the engines and routes as the new args say", func(ctx SpecContext) {
-		sw := exp.Switch
-		dep := in.ready(ctx, ClaimSwitch, exp.RouterArgs)
-		in.restoreAfter(ctx, ClaimSwitch, dep)
+		sw := in.Expect.Switch
+		dep := in.Ready(ctx)
+		in.RestoreAfter(ctx, dep)
 		obj, err := dep.Object(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		created := slices.Clone(obj.Spec.Router.ExtraArgs)
-		engines := replicaUIDs(in.replicas(ctx, dep))
+		engines := framework.ReplicaUIDs(in.Replicas(ctx, dep))
 		base, err := dep.OpenAIBaseURL(ctx)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -85,8 +112,8 @@ func SwitchSpec(input func() SwitchSpecInput) {
 		var checks []func()
 		for _, step := range []struct {
 			args   []string
-			banner string
-			split  *fixtures.Split
+			banner framework.Banner
+			split  fixtures.Split
 			series []fixtures.Series
 		}{
 			{sw.To, sw.Banner, sw.Split, sw.Series},
@@ -96,13 +123,13 @@ func SwitchSpec(input func() SwitchSpecInput) {
 			measured = append(measured, words)
 			checks = append(checks, check)
 		}
-		after := replicaUIDs(in.replicas(ctx, dep))
+		after := framework.ReplicaUIDs(in.Replicas(ctx, dep))
 		measured = append(measured, fmt.Sprintf("engine Pods unchanged: %v", maps.Equal(engines, after)))
-		report.Record(report.Claim{Claim: ClaimSwitch, Pair: in.Pair.String(), Expected: exp.Summary, Measured: strings.Join(measured, "; ")})
+		in.Record(in.Row.Summary, strings.Join(measured, "; "))
 		for _, c := range checks {
 			c()
 		}
-		Expect(after).To(Equal(engines), "engine Pods (name: UID) before the edits and after; a router edit must not replace engines")
+		Expect(after).To(assertions.HavePodsReplaced(engines), "engine Pods before the edits and after: a router edit must not replace engines")
 	})
 }
 
@@ -110,69 +137,58 @@ func SwitchSpec(input func() SwitchSpecInput) {
 // waits for the replacement router Pod, and measures a serial batch. It
 // records the evidence and returns it in words with the assertions, for the
 // caller to run after recording the rest.
-func (in SwitchSpecInput) switchTo(ctx context.Context, dep clusters.Deployment, base string, args []string, banner string,
-	shape *fixtures.Split, series []fixtures.Series, bound fixtures.Bound) (string, func()) {
+func (in SwitchSpecInput) switchTo(ctx context.Context, dep clusters.Deployment, base string, args []string, banner framework.Banner,
+	shape fixtures.Split, series []fixtures.Series, bound fixtures.Bound) (string, func()) {
 	GinkgoHelper()
 	what := fmt.Sprintf("extraArgs %q", args)
-	old := routerUIDs(ctx, dep)
-	l := in.startLoad(ctx, ClaimSwitch, base, loadConcurrency)
-	in.waitOK(ctx, ClaimSwitch, l, 2*loadConcurrency, time.Now())
+	old := framework.RouterUIDs(ctx, dep)
+	l := in.StartLoad(ctx, base, framework.LoadConcurrency)
+	in.WaitOK(ctx, l, 2*framework.LoadConcurrency, time.Now())
 	By("editing spec.router.extraArgs to " + what + " while traffic runs")
 	edited := time.Now()
 	Expect(dep.Update(ctx, func(md *api.ModelDeployment) { md.Spec.Router.ExtraArgs = slices.Clone(args) })).To(Succeed())
-	pods := in.waitRouterPods(ctx, ClaimSwitch, dep, 1, old)
+	pods := in.WaitRouterPods(ctx, dep, 1, old)
 	rolled := time.Since(edited)
-	in.waitOK(ctx, ClaimSwitch, l, 2*loadConcurrency, time.Now())
-	s := l.stop()
-	d := in.disrupted(ClaimSwitch, fmt.Sprintf("edit to %s: router Pod %s -> %s", what, strings.Join(old, ","), pods[0].UID), s, loadConcurrency, bound, rolled)
+	in.WaitOK(ctx, l, 2*framework.LoadConcurrency, time.Now())
+	s := l.Stop()
+	d := in.Disrupted(fmt.Sprintf("edit to %s: router Pod %s -> %s", what, strings.Join(old, ","), pods[0].UID), s, framework.LoadConcurrency, bound, rolled)
 	sinceEdit := s.Requests
 
 	var bn routerlog.Banner
 	if banner != "" {
-		bn = in.waitBanner(ctx, ClaimSwitch, dep)
-		report.Record(report.Banner{Claim: ClaimSwitch, Pair: in.Pair.String(), Expected: banner, Line: bn.Summary()})
+		bn = in.WaitBanner(ctx, dep)
+		in.RecordBanner(string(banner), bn)
 	}
 
-	rs := in.replicas(ctx, dep)
-	routerBefore := routerMetrics(ctx, dep)
-	carried := in.counted(routerBefore, series, pods[0].Name)
-	before := scrapeEngines(ctx, dep, rs)
-	rep := in.send(ctx, ClaimSwitch, in.plan(ctx, dep, in.Requests))
-	split := in.measureSplit(ctx, ClaimSwitch, dep, in.Pair, rs, before, in.Requests)
-	want := shapeWords(*shape, in.Requests, len(rs))
-	report.Record(splitEntry(ClaimSwitch, in.Pair, fmt.Sprintf("%d serial chats after the edit to %s", in.Requests, what), split, rs, in.Requests, rep.Summary.Failed, want))
-	var rises []reading
+	rs := in.Replicas(ctx, dep)
+	routerBefore := framework.RouterMetrics(ctx, dep)
+	before := framework.ScrapeEngines(ctx, dep, rs)
+	rep := in.Send(ctx, in.ChatPlan(ctx, dep, in.Requests))
+	split := in.MeasureSplit(ctx, dep, rs, before, in.Requests)
+	want := framework.ShapeWords(shape, in.Requests, len(rs))
+	in.RecordSplit(fmt.Sprintf("%d serial chats after the edit to %s", in.Requests, what), split, rs, in.Requests, rep.Summary.Failed, want)
+	var rises []framework.Reading
 	for _, sr := range series {
-		_, r := in.seriesDelta(ctx, ClaimSwitch, dep, routerBefore, sr, rs, in.Requests)
+		_, r := in.SeriesDelta(ctx, dep, routerBefore, sr, rs, in.Requests)
 		rises = append(rises, r)
 	}
 	words := fmt.Sprintf("%s: new router Pod after %.2fs, %d of %d background requests failed (bound %d), banner %q, split %s",
 		what, rolled.Seconds(), s.Failed, s.Requests, d.FailedBound, bn.Summary(), split.Ratio())
 	return words, func() {
 		GinkgoHelper()
-		expectWithinBound(d, bound.Why)
+		framework.ExpectWithinBound(d, bound.Why)
 		if banner != "" {
-			expectBanner(bn, banner)
+			framework.ExpectBanner(bn, banner)
 		}
-		Expect(carried).To(BeNumerically("<=", sinceEdit),
-			"the new router Pod %s counted %v requests before the batch, more than the %d sent since the edit: it did not start empty", pods[0].Name, carried, sinceEdit)
-		expectShape(split, *shape, in.Requests)
+		// The new router Pod started empty: before the batch it had counted
+		// no more than the background requests sent since the edit.
+		for _, sr := range series {
+			Expect(routerBefore).To(assertions.HaveSumAtMost(sr.Name, float64(sinceEdit), metrics.Eq(metrics.SourceLabel, pods[0].Name)),
+				"router Pod %s before the batch: %d requests were sent since the edit", pods[0].Name, sinceEdit)
+		}
+		framework.ExpectShape(split, shape, in.Requests)
 		for _, r := range rises {
-			r.expect()
+			r.Expect()
 		}
 	}
-}
-
-// counted sums series (the documented router counters) on one router Pod:
-// what it counted before the measured batch.
-func (in Input) counted(snap metrics.Snapshot, series []fixtures.Series, pod string) float64 {
-	var total float64
-	for _, s := range series {
-		for _, smp := range snap.Samples {
-			if smp.Name == s.Name && smp.Labels[metrics.SourceLabel] == pod {
-				total += smp.Value
-			}
-		}
-	}
-	return total
 }

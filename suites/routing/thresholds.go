@@ -7,53 +7,120 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/assertions"
+	"github.com/gpustack/routing-conformance/assertions/split"
 	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/metrics"
-	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/suites/framework"
 	"github.com/gpustack/routing-conformance/traffic"
 )
 
-// ClaimThresholds: the three cache_aware thresholds set at creation.
+// ClaimThresholds: the three cache_aware thresholds, each set at
+// creation, show in the banner and move single picks exactly as the
+// policy's rules imply, with every load a pick sees known.
 const ClaimThresholds = "thresholds"
 
 // lbEvents is vllm-router's counter of picks made by the imbalance rule
 // (docs/routers.md#vllm-router-series).
 const lbEvents = "vllm_router_load_balancing_events_total"
 
-var _ = register(Claim{
-	Name:        ClaimThresholds,
-	Title:       "Cache-aware thresholds",
-	Labels:      []string{LabelNeedsGPU},
+// ThresholdsRow is what thresholds' rows state.
+type ThresholdsRow struct {
+	// InFlight is the router's per-worker in-flight gauge that confirms
+	// each held request's dispatch.
+	InFlight fixtures.Series `json:"inFlight"`
+	// Thresholds lists the settings, each a case.
+	Thresholds []HeldCase `json:"thresholds"`
+}
+
+// Check implements yamlbind.Checker.
+func (r ThresholdsRow) Check() []string {
+	var names []string
+	for _, h := range r.Thresholds {
+		names = append(names, h.Name)
+	}
+	out := uniqueNames("thresholds", names)
+	if r.InFlight.WorkerLabel == "" {
+		out = append(out, "inFlight needs its workerLabel")
+	}
+	return out
+}
+
+// HeldCase is one cache_aware setting and what N identical-prefix
+// completions held in flight one after another do under it.
+type HeldCase struct {
+	// Name is unique in the row.
+	Name string `json:"name"`
+	// RouterArgs are the creation-time args (none: the router's defaults,
+	// whose deployment is shared).
+	RouterArgs []string `json:"routerArgs,omitempty"`
+	// Banner is the policy the router prints with these thresholds.
+	Banner framework.Banner `json:"banner"`
+	// Held is how many requests are held: completions sharing a prefix of
+	// PrefixChars characters, each followed by its own question.
+	Held        int `json:"held"`
+	PrefixChars int `json:"prefixChars"`
+	// Counts are the requests in flight per replica once all are held,
+	// the replica of the first held request first.
+	Counts []int `json:"counts"`
+	// ImbalanceEvents is the rise of vllm_router_load_balancing_events_total
+	// over the held requests (vllm-router only; nil: not checked).
+	ImbalanceEvents *int `json:"imbalanceEvents,omitempty"`
+	// Why is the derivation of Counts.
+	Why string `json:"why"`
+}
+
+// Check implements yamlbind.Checker.
+func (h HeldCase) Check() []string {
+	var out []string
+	if !strings.HasPrefix(string(h.Banner), "policy: CacheAware {") {
+		out = append(out, `banner must be "policy: CacheAware { ... }"`)
+	}
+	sum := 0
+	for _, c := range h.Counts {
+		sum += c
+	}
+	if h.Held < 1 || sum != h.Held {
+		out = append(out, fmt.Sprintf("counts %v must add up to held %d", h.Counts, h.Held))
+	}
+	if h.PrefixChars < 1 {
+		out = append(out, "prefixChars must be > 0 (the match rates of the derivation depend on it)")
+	}
+	return out
+}
+
+var _ = framework.Add(Registry, framework.Claim[ThresholdsRow]{
+	Name:  ClaimThresholds,
+	Title: "Cache-aware thresholds",
+	Asserts: "`--cache-threshold 0.9`, `--balance-abs-threshold 1`, and with `--balance-rel-threshold 3`, each at creation " +
+		"(defaults on the shared deployment): the banner shows the value, and 8 prefix-sharing completions held in flight " +
+		"one after another split 8/0, 4/4, 5/3, 6/2 by the router's in-flight gauge and the engines; vllm-router's " +
+		"imbalance counter +0, +0, +3, +2",
+	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Require: func(e fixtures.Expectation) []string {
-		out := need(nil, len(e.Thresholds) > 0 && e.InFlight != nil && e.InFlight.WorkerLabel != "",
-			"thresholds needs thresholds cases and the inFlight gauge with its workerLabel")
-		for _, h := range e.Thresholds {
-			out = requireBanner(out, h.Banner)
-		}
-		return out
-	},
 	// The case without router args runs on the default deployment (it holds
 	// fresh prompts once nothing is in flight); each other case creates a
 	// deployment of its own with its args, deleted when it ends.
-	Deployment: documentedArgs,
-	Spec: func(p api.Pair, input func() Input) {
-		describeCases(ClaimThresholds, p, "any setting", thresholdCases, func(name string) {
-			ThresholdSpec(func() ThresholdSpecInput { return ThresholdSpecInput{Input: input(), Case: name} })
-		})
+	Cases: func(row fixtures.Row, r ThresholdsRow) []framework.Case {
+		var out []framework.Case
+		for _, h := range r.Thresholds {
+			d := framework.Shared(row.RouterArgs)
+			if len(h.RouterArgs) > 0 {
+				d = &framework.Deployment{RouterArgs: h.RouterArgs, Own: true}
+			}
+			out = append(out, framework.Case{Name: h.Name, Deployment: d})
+		}
+		return out
+	},
+	Specs: func(input func() framework.Input[ThresholdsRow]) {
+		ThresholdSpec(func() ThresholdSpecInput { return ThresholdSpecInput{Input: input()} })
 	},
 })
 
 // ThresholdSpecInput is the input of ThresholdSpec.
 type ThresholdSpecInput struct {
-	Input
-	// Case names the thresholds case of the pair's row ("" for a pair the
-	// claim does not apply to: the spec skips with the reason).
-	Case string
+	framework.Input[ThresholdsRow]
 }
 
 // ThresholdSpec: one cache_aware setting. The banner shows it; then the
@@ -65,14 +132,13 @@ type ThresholdSpecInput struct {
 // counter rose by the derived number of imbalance picks.
 func ThresholdSpec(input func() ThresholdSpecInput) {
 	var (
-		in  ThresholdSpecInput
-		exp fixtures.Expectation
-		hc  fixtures.HeldCase
+		in ThresholdSpecInput
+		hc HeldCase
 	)
 	BeforeEach(func() {
 		in = input()
-		exp = in.begin("ThresholdSpec", ClaimThresholds)
-		hc = findCase(exp.Thresholds, func(c fixtures.HeldCase) string { return c.Name }, in.Case, "thresholds case", in.Pair)
+		in.Begin("ThresholdSpec")
+		hc = findCase(in.Spec, in.Expect.Thresholds, func(c HeldCase) string { return c.Name })
 		if int(in.Config.Replicas) != len(hc.Counts) {
 			Skip(fmt.Sprintf("the %s case is derived for %d replicas and this run has %d (replicas in %s)", hc.Name, len(hc.Counts), in.Config.Replicas, in.Config.File()))
 		}
@@ -80,29 +146,27 @@ func ThresholdSpec(input func() ThresholdSpecInput) {
 
 	It("logs the thresholds and splits held requests as they imply", func(ctx SpecContext) {
 		args := strings.Join(hc.RouterArgs, " ")
-		dep := in.ready(ctx, ClaimThresholds, exp.RouterArgs)
-		if len(hc.RouterArgs) > 0 {
-			dep = in.own(in.Pair, objectName("thr-"+hc.Name, in.Pair), hc.RouterArgs...).Ready(ctx, in.Target, ClaimThresholds)
-		} else {
+		if args == "" {
 			args = "the router's defaults"
 		}
-		b := in.waitBanner(ctx, ClaimThresholds, dep)
-		report.Record(report.Banner{Claim: ClaimThresholds, Pair: in.Pair.String(), Expected: hc.Banner, Line: b.Summary()})
-		expectBanner(b, hc.Banner)
+		dep := in.Ready(ctx)
+		b := in.WaitBanner(ctx, dep)
+		in.RecordBanner(string(hc.Banner), b)
+		framework.ExpectBanner(b, hc.Banner)
 
-		rs := in.replicas(ctx, dep)
-		routerBefore := routerMetrics(ctx, dep)
-		before := scrapeEngines(ctx, dep, rs)
-		plan := in.plan(ctx, dep, 1)
+		rs := in.Replicas(ctx, dep)
+		routerBefore := framework.RouterMetrics(ctx, dep)
+		before := framework.ScrapeEngines(ctx, dep, rs)
+		plan := in.ChatPlan(ctx, dep, 1)
 		plan.Endpoint = traffic.EndpointCompletions
 		plan.Prompts = traffic.PromptSet{Kind: traffic.PromptsSharedPrefix, PrefixChars: hc.PrefixChars, Nonce: newHex()}
-		h := in.startHolds(ctx, ClaimThresholds, dep, rs, *exp.InFlight)
+		h := in.StartHolds(ctx, dep, rs, in.Expect.InFlight)
 		for k := range hc.Held {
 			p := plan
 			p.FirstIndex = k
-			h.hold(ctx, p)
+			h.Hold(ctx, p)
 		}
-		first := h.order[0]
+		first := h.Order[0]
 		want := map[string]int{}
 		for _, r := range rs {
 			if r.Name != first {
@@ -110,33 +174,31 @@ func ThresholdSpec(input func() ThresholdSpecInput) {
 			}
 		}
 		want[first] = hc.Counts[0]
-		held := h.expectInFlight(ctx)
-		h.release()
-		s := in.measureSplit(ctx, ClaimThresholds, dep, in.Pair, rs, before, hc.Held)
+		held := h.ExpectInFlight(ctx)
+		h.Release()
+		s := in.MeasureSplit(ctx, dep, rs, before, hc.Held)
 		title := fmt.Sprintf("%s: %d completions sharing a %d-character prefix, held in flight one after another", hc.Name, hc.Held, hc.PrefixChars)
-		report.Record(splitEntry(ClaimThresholds, in.Pair, title, s, rs, hc.Held, 0, fmt.Sprintf("%v, the first held request's replica first", hc.Counts)))
+		in.RecordSplit(title, s, rs, hc.Held, 0, fmt.Sprintf("%v, the first held request's replica first", hc.Counts))
 
 		measured := []string{fmt.Sprintf("%s (%s): in flight %s, engines %s", hc.Name, args, countsWords(held, first, rs), s.Ratio())}
-		var lb *reading
+		var lb *framework.Reading
 		if hc.ImbalanceEvents != nil {
-			n := float64(*hc.ImbalanceEvents)
 			// The series exists only after the first imbalance pick
 			// (docs/routers.md#exporter): absent reads as no rise.
-			rise := WithTransform(func(after metrics.Snapshot) (float64, error) { return deltaOrZero(routerBefore, after, lbEvents) }, Equal(n))
-			r := reading{what: fmt.Sprintf("the rise of the router's %s", lbEvents), matcher: rise}
-			r.after, r.err = settle(ctx, in.Target, ClaimThresholds, config.OpWaitMetrics, dep.RouterMetrics, r.matcher)
-			if d, err := deltaOrZero(routerBefore, r.after, lbEvents); err == nil {
+			r := in.SettleRouter(ctx, dep, fmt.Sprintf("the rise of the router's %s", lbEvents),
+				assertions.HaveLazyCounterRisenBy(routerBefore, lbEvents, float64(*hc.ImbalanceEvents)))
+			if d, err := deltaOrZero(routerBefore, r.After, lbEvents); err == nil && r.Err == nil {
 				measured = append(measured, fmt.Sprintf("%s +%v", lbEvents, d))
 			}
 			lb = &r
 		}
-		report.Record(report.Claim{Claim: ClaimThresholds, Pair: in.Pair.String(),
-			Expected: fmt.Sprintf("%s: %s; %v in flight", hc.Name, hc.Banner, hc.Counts), Measured: strings.Join(measured, "; ")})
+		in.Record(fmt.Sprintf("%s: %s; %v in flight", hc.Name, hc.Banner, hc.Counts), strings.Join(measured, "; "))
 
-		Expect(held).To(Equal(want), "requests in flight per replica once all %d were held (first held on %s): %s", hc.Held, first, hc.Why)
+		gauge := split.New(in.Expect.InFlight.Name+" (in flight)", framework.ReplicaNames(rs), held)
+		Expect(gauge).To(assertions.HaveCountsByReplica(want), "requests in flight per replica once all %d were held (first held on %s): %s", hc.Held, first, hc.Why)
 		Expect(s).To(assertions.HaveCountsByReplica(want), "engine counts of the held requests: %s", hc.Why)
 		if lb != nil {
-			lb.expect()
+			lb.Expect()
 		}
 	})
 }
@@ -164,13 +226,4 @@ func deltaOrZero(before, after metrics.Snapshot, name string) (float64, error) {
 		return 0, err
 	}
 	return a - b, nil
-}
-
-// thresholdCases names the thresholds cases of a row.
-func thresholdCases(e fixtures.Expectation) []string {
-	var out []string
-	for _, c := range e.Thresholds {
-		out = append(out, c.Name)
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package routing
+package framework
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/gpustack/routing-conformance/traffic"
 )
 
-// holds keeps long requests in flight on a cache_aware router, one after
+// Holds keeps long requests in flight on a cache_aware router, one after
 // another: each is sent in the background and counts as dispatched once
 // the router's own in-flight gauge (the row's inFlight series, per worker)
 // has risen by one, so the router has picked its worker, and counted its
@@ -26,17 +26,16 @@ import (
 // threshold and routing-text claims predict single picks. Under any policy
 // but cache_aware the routers keep no load and the gauge never moves
 // (docs/routers.md#candidates-order-and-load).
-type holds struct {
-	t     Target
-	claim string
+type Holds struct {
+	in    Spec
 	dep   clusters.Deployment
 	gauge fixtures.Series
 	// replica maps a worker label value to its replica name.
 	replica map[string]string
 	// want is the in-flight count per replica the router should show.
 	want map[string]int
-	// order is the replica of each held request, in sending order.
-	order []string
+	// Order is the replica of each held request, in sending order.
+	Order []string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -66,26 +65,26 @@ func (t Target) holdPlan(plan traffic.Plan) traffic.Plan {
 	return plan
 }
 
-// startHolds waits until the router shows nothing in flight (what earlier
+// StartHolds waits until the router shows nothing in flight (what earlier
 // traffic left has drained) and returns an empty set of holds. Whatever is
 // still held when the spec ends is cancelled and waited for.
-func (t Target) startHolds(ctx context.Context, claim string, dep clusters.Deployment, rs []clusters.Replica, gauge fixtures.Series) *holds {
+func (in Spec) StartHolds(ctx context.Context, dep clusters.Deployment, rs []clusters.Replica, gauge fixtures.Series) *Holds {
 	GinkgoHelper()
-	h := &holds{t: t, claim: claim, dep: dep, gauge: gauge, replica: map[string]string{}, want: map[string]int{}}
+	h := &Holds{in: in, dep: dep, gauge: gauge, replica: map[string]string{}, want: map[string]int{}}
 	for _, r := range rs {
-		h.replica[workerValues([]clusters.Replica{r}, gauge.WorkerValue)[0]] = r.Name
+		h.replica[WorkerValues([]clusters.Replica{r}, gauge.WorkerValue)[0]] = r.Name
 	}
 	// Held requests outlive the step that sends them, not the spec.
 	h.ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	DeferCleanup(func() { h.cancel(); h.wg.Wait() })
 	By(fmt.Sprintf("waiting until the router's %s reads 0 on every worker", gauge.Name))
-	h.expectInFlight(ctx)
+	h.ExpectInFlight(ctx)
 	return h
 }
 
 // inFlight reads the gauge of every replica (0 for a worker without a
 // series: the router sets it on the first load change).
-func (h *holds) inFlight(ctx context.Context) (map[string]int, error) {
+func (h *Holds) inFlight(ctx context.Context) (map[string]int, error) {
 	s, err := h.dep.RouterMetrics(ctx)
 	if err != nil {
 		return nil, err
@@ -108,11 +107,12 @@ func (h *holds) inFlight(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
-// expectInFlight waits until the gauge reads exactly h.want.
-func (h *holds) expectInFlight(ctx context.Context) map[string]int {
+// ExpectInFlight waits until the gauge reads exactly what the holds
+// confirmed, and returns the reading.
+func (h *Holds) ExpectInFlight(ctx context.Context) map[string]int {
 	GinkgoHelper()
 	var got map[string]int
-	h.t.eventually(ctx, h.claim, config.OpWaitMetrics, func(ctx context.Context) error {
+	h.in.Eventually(ctx, config.OpWaitMetrics, func(ctx context.Context) error {
 		var err error
 		if got, err = h.inFlight(ctx); err != nil {
 			return err
@@ -134,7 +134,7 @@ func (h *holds) expectInFlight(ctx context.Context) map[string]int {
 
 // failed is the first held request that ended badly, if any: a held
 // request that ended at all before release means the hold was too short.
-func (h *holds) failed() error {
+func (h *Holds) failed() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.errs) > 0 {
@@ -143,11 +143,11 @@ func (h *holds) failed() error {
 	return nil
 }
 
-// hold sends plan's request in the background and waits until the router
+// Hold sends plan's request in the background and waits until the router
 // counts it in flight; it returns the replica the router picked.
-func (h *holds) hold(ctx context.Context, plan traffic.Plan) string {
+func (h *Holds) Hold(ctx context.Context, plan traffic.Plan) string {
 	GinkgoHelper()
-	plan = h.t.holdPlan(plan)
+	plan = h.in.holdPlan(plan)
 	before := maps.Clone(h.want)
 	h.wg.Add(1)
 	go func() {
@@ -165,9 +165,9 @@ func (h *holds) hold(ctx context.Context, plan traffic.Plan) string {
 		}
 		h.runs = append(h.runs, rep)
 	}()
-	By(fmt.Sprintf("holding request %d in flight (%d tokens) until the router's %s counts it", len(h.order)+1, plan.MaxTokens, h.gauge.Name))
+	By(fmt.Sprintf("holding request %d in flight (%d tokens) until the router's %s counts it", len(h.Order)+1, plan.MaxTokens, h.gauge.Name))
 	var picked string
-	h.t.eventually(ctx, h.claim, config.OpWaitMetrics, func(ctx context.Context) error {
+	h.in.Eventually(ctx, config.OpWaitMetrics, func(ctx context.Context) error {
 		got, err := h.inFlight(ctx)
 		if err != nil {
 			return err
@@ -182,7 +182,7 @@ func (h *holds) hold(ctx context.Context, plan traffic.Plan) string {
 				rose = append(rose, r)
 			case n != before[r]:
 				return StopTrying(fmt.Sprintf("the router's %s reads %v after sending held request %d; before it read %v: a held request ended early, hold longer (model.contextLength sets max_tokens) or slow the engines",
-					h.gauge.Name, got, len(h.order)+1, before))
+					h.gauge.Name, got, len(h.Order)+1, before))
 			}
 		}
 		if len(rose) != 1 {
@@ -192,19 +192,19 @@ func (h *holds) hold(ctx context.Context, plan traffic.Plan) string {
 		return nil
 	}).Should(Succeed())
 	h.want[picked]++
-	h.order = append(h.order, picked)
+	h.Order = append(h.Order, picked)
 	return picked
 }
 
-// release waits for every held request to finish and fails on any that
+// Release waits for every held request to finish and fails on any that
 // did not succeed.
-func (h *holds) release() {
+func (h *Holds) Release() {
 	GinkgoHelper()
-	By(fmt.Sprintf("waiting for the %d held requests to finish", len(h.order)))
+	By(fmt.Sprintf("waiting for the %d held requests to finish", len(h.Order)))
 	h.wg.Wait()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	Expect(h.errs).To(BeEmpty(), "held requests")
 	h.want = map[string]int{}
-	h.order = nil
+	h.Order = nil
 }

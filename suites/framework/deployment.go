@@ -1,4 +1,4 @@
-package routing
+package framework
 
 import (
 	"context"
@@ -16,27 +16,21 @@ import (
 	"github.com/gpustack/routing-conformance/report"
 )
 
-// PairDeployment is one ModelDeployment of a pair with fixed creation-time
-// router args. It is created by the first spec that asks for it, so the
+// PairDeployment is one ModelDeployment of a pair, as a plan's Deployment
+// describes it. It is created by the first spec that asks for it, so the
 // spec's own skips (not applicable, target cannot run the pair, no free
 // accelerators) come first and keep their reasons; later specs get the same
 // object, or the same failure. On a GPU cluster each one is an image pull
-// and a model load per engine Pod, which is why the claims that can share
-// one do (see DescribeClaims).
+// and a model load per engine Pod, which is why cases that can share one
+// do (see the package documentation).
 //
 // It is not safe for concurrent use: a Ginkgo process runs one spec at a
 // time, and an Ordered container keeps its specs on one process.
 type PairDeployment struct {
-	Pair       api.Pair
-	RouterArgs []string
-	// PD, when set, makes it a prefill/decode pair of that shape instead of
-	// the configured servers.
-	PD *fixtures.PD
+	Pair api.Pair
+	Deployment
 	// Name is metadata.name.
 	Name string
-	// Replicas, when > 0, overrides the config's engine replicas: a
-	// deployment whose router never starts needs only one engine Pod.
-	Replicas int32
 
 	// perSpec: created for one spec, deleted when that spec ends.
 	perSpec  bool
@@ -51,40 +45,22 @@ type PairDeployment struct {
 	collected string
 }
 
-// SharedDeployment is the deployment of p with routerArgs that the specs of
-// one Ordered container share, named for the args and the pair. Release it
-// after the container's last spec.
-func SharedDeployment(p api.Pair, routerArgs []string) *PairDeployment {
-	return sharedDeployment(p, routerArgs, nil)
-}
-
-// sharedDeployment is SharedDeployment for servers (pd nil) or a
-// prefill/decode pair of pd's shape, named "pd-..." then.
-func sharedDeployment(p api.Pair, routerArgs []string, pd *fixtures.PD) *PairDeployment {
-	what := "shared"
-	if len(routerArgs) > 0 {
-		what = strings.Join(routerArgs, "-")
-	}
-	if pd != nil {
-		what = "pd-" + strings.TrimLeft(what, "-")
-	}
-	return &PairDeployment{Pair: p, RouterArgs: routerArgs, PD: pd, Name: objectName(what, p)}
-}
-
-// own is a deployment of p for the running spec alone, deleted when it ends.
-func (t Target) own(p api.Pair, name string, routerArgs ...string) *PairDeployment {
-	return &PairDeployment{Pair: p, RouterArgs: routerArgs, Name: name, perSpec: true}
+// NewPairDeployment is the deployment d of p named name, shared by the
+// specs of one Ordered container (Release it after the last), or, when
+// d.Own, the running spec's alone, deleted when the spec ends.
+func NewPairDeployment(p api.Pair, d Deployment, name string) *PairDeployment {
+	return &PairDeployment{Pair: p, Deployment: d, Name: name, perSpec: d.Own}
 }
 
 // options are the fixture options the deployment is built with.
 func (d *PairDeployment) options() []fixtures.Option {
-	opts := []fixtures.Option{fixtures.WithRouterArgs(d.RouterArgs...)}
+	opts := []fixtures.Option{fixtures.WithName(d.Name), fixtures.WithRouterArgs(d.RouterArgs...)}
 	if d.Replicas > 0 {
 		opts = append(opts, fixtures.WithReplicas(d.Replicas))
 	}
-	if d.PD != nil {
+	if d.PD() {
 		// Last: the pair replaces the server role, with its own replicas.
-		opts = append(opts, fixtures.WithPrefillDecode(d.PD.Prefill, d.PD.Decode))
+		opts = append(opts, fixtures.WithPrefillDecode(d.Prefill, d.Decode))
 	}
 	return opts
 }
@@ -95,7 +71,7 @@ func (d *PairDeployment) options() []fixtures.Option {
 func (d *PairDeployment) Create(ctx context.Context, t Target, claim string) (clusters.Deployment, error) {
 	GinkgoHelper()
 	if !d.created {
-		md := t.build(d.Pair, d.Name, d.options()...)
+		md := build(t, d.Pair, d.options()...)
 		Expect(md.Spec.Router).NotTo(BeNil(), "the suite deploys routed ModelDeployments only")
 		Expect(md.Spec.Roles).NotTo(BeEmpty())
 		By(fmt.Sprintf("creating ModelDeployment %s (%s in front of %s, router args %q)", md.Metadata.Name,
@@ -103,7 +79,7 @@ func (d *PairDeployment) Create(ctx context.Context, t Target, claim string) (cl
 		d.created, d.by = true, CurrentSpecReport().FullText()
 		d.dep, d.err = t.Cluster.Deploy(ctx, md)
 		if d.err == nil && d.perSpec {
-			deleted := intervalOf(t.Config, claim, config.OpWaitDeleted)
+			deleted := IntervalOf(t.Config, claim, config.OpWaitDeleted)
 			DeferCleanup(func(ctx SpecContext) { d.Release(ctx, t) }, NodeTimeout(deleted.Timeout.D()))
 		}
 	} else {
@@ -128,7 +104,7 @@ func (d *PairDeployment) Ready(ctx context.Context, t Target, claim string) clus
 	GinkgoHelper()
 	if !d.created {
 		if cc, ok := t.Cluster.(clusters.CapacityChecker); ok {
-			md := t.build(d.Pair, d.Name, d.options()...)
+			md := build(t, d.Pair, d.options()...)
 			fits, reason, err := cc.CanRun(ctx, md)
 			Expect(err).NotTo(HaveOccurred(), "checking free accelerators for %s", d.Name)
 			if !fits {
@@ -140,7 +116,7 @@ func (d *PairDeployment) Ready(ctx context.Context, t Target, claim string) clus
 	Expect(err).NotTo(HaveOccurred(), "creating %s", d.Name)
 	if !d.waited {
 		d.waited = true
-		iv := intervalOf(t.Config, claim, config.OpWaitReady)
+		iv := IntervalOf(t.Config, claim, config.OpWaitReady)
 		By(fmt.Sprintf("waiting up to %s for %s to be Ready with every replica confirmed behind the router", iv.Timeout.D(), d.Name))
 		wctx, cancel := context.WithTimeout(ctx, iv.Timeout.D())
 		d.readyErr = dep.WaitReady(wctx, iv.Poll.D())
@@ -155,7 +131,7 @@ func (d *PairDeployment) Ready(ctx context.Context, t Target, claim string) clus
 // (on failure by default). DeferCleanup is LIFO, so a per-spec deployment's
 // artifacts are written before it is deleted.
 func (d *PairDeployment) collectAfter(t Target, claim string) {
-	deleted := intervalOf(t.Config, claim, config.OpWaitDeleted)
+	deleted := IntervalOf(t.Config, claim, config.OpWaitDeleted)
 	DeferCleanup(func(ctx SpecContext) { d.collect(ctx, t) }, NodeTimeout(deleted.Timeout.D()))
 }
 
@@ -183,7 +159,7 @@ func specDir(spec SpecReport) string {
 			parts = append(parts, c)
 		}
 	}
-	return dnsLabel(strings.Join(append(parts, spec.LeafNodeText), " "))
+	return DNSLabel(strings.Join(append(parts, spec.LeafNodeText), " "))
 }
 
 // Release deletes the deployment (unless skipCleanup) and records what it
@@ -228,4 +204,19 @@ func roleWords(md *api.ModelDeployment) string {
 		}
 	}
 	return fmt.Sprintf("%s %s replicas", strings.Join(parts, " and "), md.Spec.Engine.Name)
+}
+
+// build is fixtures.ModelDeployment, failing on error.
+func build(t Target, p api.Pair, opts ...fixtures.Option) *api.ModelDeployment {
+	GinkgoHelper()
+	md, err := fixtures.ModelDeployment(t.Config, p, opts...)
+	Expect(err).NotTo(HaveOccurred())
+	return md
+}
+
+// Throwaway is a deployment of p with args for the running spec alone,
+// deleted when it ends: a create that admission is expected to refuse (if
+// it admits it by mistake, the deployment does not outlive the spec).
+func Throwaway(p api.Pair, what string, args ...string) *PairDeployment {
+	return NewPairDeployment(p, Deployment{RouterArgs: args, Own: true}, ObjectName(what, p))
 }

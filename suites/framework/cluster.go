@@ -1,4 +1,7 @@
-package routing
+package framework
+
+// Building the configured target for a run: the sim, a cluster, or a
+// throwaway kind cluster.
 
 import (
 	"context"
@@ -97,7 +100,7 @@ func createKindCluster(ctx context.Context, cfg *config.Config, s shared) string
 	if err != nil {
 		Fail(fmt.Sprintf("creating the kind cluster: %v", err))
 	}
-	deleted := intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted)
+	deleted := IntervalOf(cfg, config.SpecDefault, config.OpWaitDeleted)
 	DeferCleanup(func(ctx SpecContext) error { return c.Close(ctx) }, NodeTimeout(deleted.Timeout.D()))
 	return c.Kubeconfig()
 }

@@ -1,9 +1,9 @@
-package routing
+package framework
 
-// What the extended and resilience claims that edit or fault a shared
-// deployment have in common: background traffic while it happens, the
-// bound on what may fail, waiting for the deployment to be whole again,
-// and putting it back as it was created.
+// What the claims that edit or fault a shared deployment have in common:
+// background traffic while it happens, the bound on what may fail, waiting
+// for the deployment to be whole again, and putting it back as it was
+// created.
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
@@ -25,15 +26,15 @@ import (
 )
 
 const (
-	// loadRPS caps the rate of a disruption's background traffic: a
+	// LoadRPS caps the rate of a disruption's background traffic: a
 	// bound's window term is this rate times <claim>/fault-window.
-	loadRPS = 20.0
-	// loadConcurrency is its concurrency unless the claim's row says
+	LoadRPS = 20.0
+	// LoadConcurrency is its concurrency unless the claim's row says
 	// otherwise: a bound's in-flight term.
-	loadConcurrency = 2
-	// loadBatch is how many requests each run of it sends; progress is read
+	LoadConcurrency = 2
+	// LoadBatch is how many requests each run of it sends; progress is read
 	// between runs.
-	loadBatch = 10
+	LoadBatch = 10
 )
 
 // stamped is one background request and when it was sent.
@@ -42,10 +43,10 @@ type stamped struct {
 	At time.Time
 }
 
-// load is traffic that runs in the background while a deployment is edited
-// or faulted: runs of loadBatch requests at loadRPS, back to back, until
+// Load is traffic that runs in the background while a deployment is edited
+// or faulted: runs of LoadBatch requests at LoadRPS, back to back, until
 // stop or <claim>/traffic.
-type load struct {
+type Load struct {
 	concurrency int
 	cancel      context.CancelFunc
 	quit        chan struct{} // stop: no new run
@@ -56,30 +57,30 @@ type load struct {
 	err     error
 }
 
-// loadSummary is what a load saw: requests answered or failed (a request
+// LoadSummary is what a load saw: requests answered or failed (a request
 // cut by stop counts as neither), and the first failures in words.
-type loadSummary struct {
+type LoadSummary struct {
 	Requests, OK, Failed int
 	Errors               []string
 }
 
-// startLoad starts background chats to base: prefix-sharing prompts under
+// StartLoad starts background chats to base: prefix-sharing prompts under
 // one nonce, streaming and not in turn, as the affinity traffic.
-func (t Target) startLoad(ctx context.Context, claim, base string, concurrency int) *load {
+func (in Spec) StartLoad(ctx context.Context, base string, concurrency int) *Load {
 	GinkgoHelper()
 	if concurrency <= 0 {
-		concurrency = loadConcurrency
+		concurrency = LoadConcurrency
 	}
 	plan := traffic.Plan{
-		BaseURL: base, Model: t.Config.Model.Name, Requests: loadBatch, Concurrency: concurrency, RPS: loadRPS,
-		Mode: traffic.ModeAlternate, MaxTokens: t.Config.Traffic.MaxTokens, RequestTimeout: t.Config.Traffic.RequestTimeout.D(),
-		Prompts: traffic.PromptSet{Kind: traffic.PromptsSharedPrefix, PrefixChars: t.Config.Traffic.PrefixChars,
+		BaseURL: base, Model: in.Config.Model.Name, Requests: LoadBatch, Concurrency: concurrency, RPS: LoadRPS,
+		Mode: traffic.ModeAlternate, MaxTokens: in.Config.Traffic.MaxTokens, RequestTimeout: in.Config.Traffic.RequestTimeout.D(),
+		Prompts: traffic.PromptSet{Kind: traffic.PromptsSharedPrefix, PrefixChars: in.Config.Traffic.PrefixChars,
 			Nonce: fmt.Sprintf("load-%d", time.Now().UnixNano())},
 	}
 	Expect(plan.Validate()).To(Succeed())
-	By(fmt.Sprintf("starting background traffic to %s (concurrency %d, at most %.0f requests/s)", base, concurrency, loadRPS))
-	lctx, cancel := context.WithTimeout(ctx, intervalOf(t.Config, claim, config.OpTraffic).Timeout.D())
-	l := &load{concurrency: concurrency, cancel: cancel, quit: make(chan struct{}), done: make(chan struct{})}
+	By(fmt.Sprintf("starting background traffic to %s (concurrency %d, at most %.0f requests/s)", base, concurrency, LoadRPS))
+	lctx, cancel := context.WithTimeout(ctx, in.Interval(config.OpTraffic).Timeout.D())
+	l := &Load{concurrency: concurrency, cancel: cancel, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		for lctx.Err() == nil {
@@ -101,7 +102,7 @@ func (t Target) startLoad(ctx context.Context, claim, base string, concurrency i
 	return l
 }
 
-func (l *load) add(rep *traffic.Report) {
+func (l *Load) add(rep *traffic.Report) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range rep.Results {
@@ -112,14 +113,14 @@ func (l *load) add(rep *traffic.Report) {
 	}
 }
 
-func (l *load) fail(err error) {
+func (l *Load) fail(err error) {
 	l.mu.Lock()
 	l.err = err
 	l.mu.Unlock()
 }
 
 // okSince counts the answered requests sent at or after since.
-func (l *load) okSince(since time.Time) (int, error) {
+func (l *Load) okSince(since time.Time) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -131,9 +132,9 @@ func (l *load) okSince(since time.Time) (int, error) {
 	return n, l.err
 }
 
-// firstAnswer is how long after t the first request sent at or after t
+// FirstAnswer is how long after t the first request sent at or after t
 // was answered (0 when none was).
-func (l *load) firstAnswer(t time.Time) time.Duration {
+func (l *Load) FirstAnswer(t time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var first time.Duration
@@ -147,11 +148,11 @@ func (l *load) firstAnswer(t time.Time) time.Duration {
 	return first
 }
 
-// waitOK waits, within <claim>/recover, until n requests sent at or after
+// WaitOK waits, within <claim>/recover, until n requests sent at or after
 // since were answered: traffic flows (again).
-func (t Target) waitOK(ctx context.Context, claim string, l *load, n int, since time.Time) {
+func (in Spec) WaitOK(ctx context.Context, l *Load, n int, since time.Time) {
 	GinkgoHelper()
-	t.eventually(ctx, claim, config.OpRecover, func() error {
+	in.Eventually(ctx, config.OpRecover, func() error {
 		got, err := l.okSince(since)
 		if err != nil {
 			return StopTrying("the background traffic stopped").Wrap(err)
@@ -163,16 +164,16 @@ func (t Target) waitOK(ctx context.Context, claim string, l *load, n int, since 
 	}).Should(Succeed())
 }
 
-// stop ends the load after its current run, so every request sent has
+// Stop ends the load after its current run, so every request sent has
 // its outcome (and engine counters can account for all of them), and sums
 // it up. <claim>/traffic still cuts a run that never ends.
-func (l *load) stop() loadSummary {
+func (l *Load) Stop() LoadSummary {
 	close(l.quit)
 	<-l.done
 	l.cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var s loadSummary
+	var s LoadSummary
 	var start time.Time
 	if len(l.results) > 0 {
 		start = l.results[0].At
@@ -200,38 +201,39 @@ func firstOf(s ...string) string {
 	return ""
 }
 
-// disrupted records what a load saw over action against bound b, and
-// returns the bound's value for this run and the entry for the caller to
-// assert after recording the rest.
-func (in Input) disrupted(claim, action string, s loadSummary, concurrency int, b fixtures.Bound, recovery time.Duration) report.Disruption {
+// Disrupted records what a load saw over action against bound b, and
+// returns the entry, with the bound's value for this run, for the caller
+// to assert (ExpectWithinBound) after recording the rest.
+func (in Spec) Disrupted(action string, s LoadSummary, concurrency int, b fixtures.Bound, recovery time.Duration) report.Disruption {
 	GinkgoHelper()
-	window := intervalOf(in.Config, claim, config.OpFaultWindow).Timeout.D()
-	d := report.Disruption{Claim: claim, Pair: in.Pair.String(), Action: action, Requests: s.Requests, Failed: s.Failed,
-		FailedBound: b.Max(concurrency, loadRPS, window), Bound: b.Formula(), Errors: s.Errors,
+	window := in.Interval(config.OpFaultWindow).Timeout.D()
+	d := report.Disruption{Claim: in.Claim, Pair: in.Pair.String(), Action: action, Requests: s.Requests, Failed: s.Failed,
+		FailedBound: b.Max(concurrency, LoadRPS, window), Bound: b.Formula(), Errors: s.Errors,
 		RecoverySeconds: recovery.Seconds()}
 	if recovery > 0 {
-		d.RecoveryBoundSeconds = intervalOf(in.Config, claim, config.OpRecover).Timeout.D().Seconds()
+		d.RecoveryBoundSeconds = in.Interval(config.OpRecover).Timeout.D().Seconds()
 	}
 	if b.Window {
-		d.Bound += fmt.Sprintf(" (%.0f/s x %s)", loadRPS, window)
+		d.Bound += fmt.Sprintf(" (%.0f/s x %s)", LoadRPS, window)
 	}
 	report.Record(d)
 	return d
 }
 
-// expectWithinBound asserts a disruption's failures against its bound.
-func expectWithinBound(d report.Disruption, why string) {
+// ExpectWithinBound asserts a disruption's failures against its bound,
+// the bound's terms and their derivation (why) in the evidence.
+func ExpectWithinBound(d report.Disruption, why string) {
 	GinkgoHelper()
 	if d.FailedBound < 0 {
 		return // every request may fail: the bound is on time, asserted by the caller
 	}
-	Expect(d.Failed).To(BeNumerically("<=", d.FailedBound),
-		"%s: %d of %d requests failed, bound %d (%s): %s; first failures: %v", d.Action, d.Failed, d.Requests, d.FailedBound, d.Bound, why, d.Errors)
+	Expect(assertions.FailedRequests{Action: d.Action, Requests: d.Requests, Failed: d.Failed, First: d.Errors}).
+		To(assertions.HaveFailedAtMost(d.FailedBound, d.Bound, why))
 }
 
-// injector is the target's FaultInjector for dep, or a skip with the
+// Injector is the target's FaultInjector for dep, or a skip with the
 // target's reason.
-func (in Input) injector(dep clusters.Deployment) clusters.FaultInjector {
+func (in Spec) Injector(dep clusters.Deployment) clusters.FaultInjector {
 	GinkgoHelper()
 	fi, ok := dep.(clusters.FaultInjector)
 	if !ok {
@@ -240,9 +242,9 @@ func (in Input) injector(dep clusters.Deployment) clusters.FaultInjector {
 	return fi
 }
 
-// skipUnsupported skips on a fault the target cannot inject, with its
+// SkipUnsupported skips on a fault the target cannot inject, with its
 // reason; any other error fails.
-func skipUnsupported(err error, what string) {
+func SkipUnsupported(err error, what string) {
 	GinkgoHelper()
 	if errors.Is(err, clusters.ErrFaultUnsupported) {
 		Skip(err.Error())
@@ -250,21 +252,21 @@ func skipUnsupported(err error, what string) {
 	Expect(err).NotTo(HaveOccurred(), what)
 }
 
-// whole waits, within <claim>/recover, for the deployment's readiness gate
+// Whole waits, within <claim>/recover, for the deployment's readiness gate
 // (phase Ready, RouterReady, every replica confirmed behind the router).
-func (in Input) whole(ctx context.Context, claim string, dep clusters.Deployment) {
+func (in Spec) Whole(ctx context.Context, dep clusters.Deployment) {
 	GinkgoHelper()
-	iv := intervalOf(in.Config, claim, config.OpRecover)
+	iv := in.Interval(config.OpRecover)
 	wctx, cancel := context.WithTimeout(ctx, iv.Timeout.D())
 	defer cancel()
-	Expect(dep.WaitReady(wctx, iv.Poll.D())).To(Succeed(), "%s/%s is not whole again within %s/%s", dep.Namespace(), dep.Name(), claim, config.OpRecover)
+	Expect(dep.WaitReady(wctx, iv.Poll.D())).To(Succeed(), "%s/%s is not whole again within %s/%s", dep.Namespace(), dep.Name(), in.Claim, config.OpRecover)
 }
 
-// restoreAfter puts the shared deployment back as it was created when the
+// RestoreAfter puts the shared deployment back as it was created when the
 // spec ends, failed or not: the creation-time router args and router
 // replicas, then whole again. A claim that mutates a shared deployment
 // registers it first thing, so the claims after it find it as created.
-func (in Input) restoreAfter(ctx context.Context, claim string, dep clusters.Deployment) {
+func (in Spec) RestoreAfter(ctx context.Context, dep clusters.Deployment) {
 	GinkgoHelper()
 	obj, err := dep.Object(ctx)
 	Expect(err).NotTo(HaveOccurred())
@@ -281,8 +283,8 @@ func (in Input) restoreAfter(ctx context.Context, claim string, dep clusters.Dep
 				md.Spec.Router.Replicas = replicas
 			})).To(Succeed())
 		}
-		in.whole(ctx, claim, dep)
-	}, NodeTimeout(2*intervalOf(in.Config, claim, config.OpRecover).Timeout.D()))
+		in.Whole(ctx, dep)
+	}, NodeTimeout(2*in.Interval(config.OpRecover).Timeout.D()))
 }
 
 func equalReplicas(a, b *int32) bool {
@@ -292,8 +294,8 @@ func equalReplicas(a, b *int32) bool {
 	return *a == *b
 }
 
-// replicaUIDs are the engine replicas' Pod UIDs by name.
-func replicaUIDs(rs []clusters.Replica) map[string]string {
+// ReplicaUIDs are the engine replicas' Pod UIDs by name.
+func ReplicaUIDs(rs []clusters.Replica) map[string]string {
 	out := map[string]string{}
 	for _, r := range rs {
 		out[r.Name] = r.UID
@@ -301,8 +303,8 @@ func replicaUIDs(rs []clusters.Replica) map[string]string {
 	return out
 }
 
-// routerUIDs are the live router Pods' UIDs.
-func routerUIDs(ctx context.Context, dep clusters.Deployment) []string {
+// RouterUIDs are the live router Pods' UIDs.
+func RouterUIDs(ctx context.Context, dep clusters.Deployment) []string {
 	GinkgoHelper()
 	ps, err := dep.RouterState(ctx)
 	Expect(err).NotTo(HaveOccurred())
@@ -313,13 +315,13 @@ func routerUIDs(ctx context.Context, dep clusters.Deployment) []string {
 	return out
 }
 
-// waitRouterPods waits, within <claim>/recover, until the deployment has
+// WaitRouterPods waits, within <claim>/recover, until the deployment has
 // exactly n router Pods, all Ready and none of them in old, and returns
 // them.
-func (in Input) waitRouterPods(ctx context.Context, claim string, dep clusters.Deployment, n int, old []string) []clusters.RouterPod {
+func (in Spec) WaitRouterPods(ctx context.Context, dep clusters.Deployment, n int, old []string) []clusters.RouterPod {
 	GinkgoHelper()
 	var ps []clusters.RouterPod
-	in.eventually(ctx, claim, config.OpRecover, func(g Gomega, ctx context.Context) {
+	in.Eventually(ctx, config.OpRecover, func(g Gomega, ctx context.Context) {
 		var err error
 		ps, err = dep.RouterState(ctx)
 		g.Expect(err).NotTo(HaveOccurred())

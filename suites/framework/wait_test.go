@@ -1,6 +1,6 @@
-package routing
+package framework
 
-// Unit tests of the suite's waits: plain Go tests that do not run the
+// Unit tests of the framework's waits: plain Go tests that do not run the
 // Ginkgo suite (make unit runs every test here but TestRouting).
 
 import (
@@ -47,11 +47,11 @@ func TestSplitWaitOnAHungMetricsEndpointFailsWithinItsIntervalNamingThePod(t *te
 
 	noEnv := func(string) (string, bool) { return "", false }
 	cfg, err := config.Parse("e2e.yaml", []byte("target: sim\nsim:\n  intervals:\n    metricshang/wait-metrics: [1s, 20ms]\n"),
-		t.TempDir(), noEnv, ClaimNames()...)
+		t.TempDir(), noEnv, "metricshang")
 	if err != nil {
 		t.Fatal(err)
 	}
-	iv, err := cfg.Interval(ClaimMetricsHang, config.OpWaitMetrics)
+	iv, err := cfg.Interval("metricshang", config.OpWaitMetrics)
 	if err != nil || iv.Timeout.D() != time.Second {
 		t.Fatalf("metricshang/wait-metrics = %v, %v; the test needs 1s", iv, err)
 	}
@@ -64,8 +64,8 @@ func TestSplitWaitOnAHungMetricsEndpointFailsWithinItsIntervalNamingThePod(t *te
 
 	start := time.Now()
 	failures := InterceptGomegaFailures(func() {
-		Target{Config: cfg}.splitOnce(context.Background(), ClaimMetricsHang, dep, api.Pair{Router: "vllm-router", Engine: "vllm"},
-			rs, before, assertions.HaveTotal(3), "account for every request sent")
+		in := Spec{Target: Target{Config: cfg}, Claim: "metricshang", Pair: api.Pair{Router: "vllm-router", Engine: "vllm"}}
+		in.SplitOnce(context.Background(), dep, rs, before, assertions.HaveTotal(3), "account for every request sent")
 	})
 	took := time.Since(start)
 
@@ -77,7 +77,7 @@ func TestSplitWaitOnAHungMetricsEndpointFailsWithinItsIntervalNamingThePod(t *te
 	}
 	// A bound on a hang, not a performance figure: without the wait's
 	// deadline on each scrape this takes the scrape's own 10 s.
-	if limit := iv.Timeout.D() + hangSlack; took >= limit {
-		t.Errorf("the wait failed after %s, past its interval %s + %s", took, iv.Timeout.D(), hangSlack)
+	if limit := iv.Timeout.D() + HangSlack; took >= limit {
+		t.Errorf("the wait failed after %s, past its interval %s + %s", took, iv.Timeout.D(), HangSlack)
 	}
 }

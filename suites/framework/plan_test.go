@@ -1,0 +1,182 @@
+package framework
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/fixtures"
+)
+
+// rows writes a claims entry with a row per documented pair: the row of
+// vllm-router+vLLM is first, the others say the claim does not apply.
+func rows(name, kind, first string) string {
+	s := "  - name: " + name + "\n    title: " + name + "\n    source: docs/routers.md#routing\n"
+	if kind != "" {
+		s += "    kind: " + kind + "\n"
+	}
+	s += "    pairs:\n      - pair: vllm-router+vLLM\n        summary: s\n" + first
+	for _, p := range fixtures.DocumentedPairs[1:] {
+		s += "      - {pair: " + p.String() + ", summary: n/a, notApplicable: not here}\n"
+	}
+	return s
+}
+
+func testFile(t *testing.T, entries ...string) *fixtures.ExpectFile {
+	t.Helper()
+	f, err := fixtures.ParseExpectations([]byte("claims:\n" + strings.Join(entries, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+type splitRow struct {
+	Split fixtures.Split `json:"split"`
+}
+
+type emptyRow struct{}
+
+func specs[R any](func() Input[R]) {}
+
+var vr = fixtures.VLLMRouterVLLM
+
+func TestRowsBindStrictlyIntoTheClaimsType(t *testing.T) {
+	f := testFile(t,
+		rows("a", "", "        split: {shape: one-replica, documented: \"1/0\"}\n"),
+		rows("b", "", "        split: {shape: one-replica, documented: \"1/0\", shap: x}\n"),
+		rows("c", "", "        routerArgs: [--policy, random]\n"))
+	r := &Registry{Expect: f}
+	Add(r, Claim[splitRow]{Name: "a", Specs: specs[splitRow]})
+	Add(r, Claim[splitRow]{Name: "b", Specs: specs[splitRow]})
+	Add(r, Claim[splitRow]{Name: "c", Specs: specs[splitRow]})
+	Add(r, Claim[emptyRow]{Name: "d", Specs: specs[emptyRow]})
+	Add(r, Claim[emptyRow]{Name: "a", Specs: specs[emptyRow]})
+	err := r.Check()
+	for _, want := range []string{
+		"fixtures/expect.yaml: claims[1] (b).pairs[0] (vllm-router+vLLM).split.shap is not a known field; known fields here: confidence, documented, shape (line 18)",
+		"fixtures/expect.yaml: claims[2] (c).pairs[0] (vllm-router+vLLM).split must be set (line 26)",
+		`fixtures/expect.yaml: no claims entry named "d" for the registered claim`,
+		`claim "a" is registered twice`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to contain %q", err, want)
+		}
+	}
+	var got splitRow
+	for _, c := range r.claims {
+		if cl, ok := c.(*claim[splitRow]); ok && cl.Name == "a" {
+			got = cl.rows[vr].exp
+		}
+	}
+	if got.Split.Documented != "1/0" {
+		t.Errorf("a's row for %s: %+v", vr, got)
+	}
+
+	r = &Registry{Expect: f}
+	Add(r, Claim[splitRow]{Name: "a", Specs: specs[splitRow]})
+	if err := r.Check(); err == nil || !strings.Contains(err.Error(), "claims[1] (b) has no registered claim; add b.go") {
+		t.Errorf("an entry without its claim: err = %v", err)
+	}
+}
+
+// planned is the shape of one pair's plan: shared deployments by args
+// with their claims in order, and the claims that run alone.
+func planned(pp PairPlan) (shared map[string][]string, alone []string) {
+	shared = map[string][]string{}
+	for _, s := range pp.Shared {
+		key := strings.Join(s.RouterArgs, " ")
+		if s.PD() {
+			key = "pd " + key
+		}
+		for _, u := range s.Uses {
+			shared[key] = append(shared[key], u.Claim.Name+"/"+u.Case.Name)
+		}
+	}
+	for _, u := range pp.Alone {
+		alone = append(alone, u.Claim.Name+"/"+u.Case.Name)
+	}
+	return shared, alone
+}
+
+func TestThePlanSharesOneDeploymentPerArgsAndShape(t *testing.T) {
+	rr := "        routerArgs: [--policy, round_robin]\n"
+	f := testFile(t,
+		rows("fault", "", ""),
+		rows("defaults", "", ""),
+		rows("rr", "", rr),
+		rows("pd", "", rr),
+		rows("cases", "", ""),
+		rows("alsorr", "", rr))
+	r := &Registry{Expect: f}
+	Add(r, Claim[emptyRow]{Name: "fault", Mutates: true, Specs: specs[emptyRow],
+		Cases: func(row fixtures.Row, _ emptyRow) []Case {
+			return []Case{{Deployment: Shared(row.RouterArgs), ExtraEnginePods: 1}}
+		}})
+	Add(r, Claim[emptyRow]{Name: "defaults", Specs: specs[emptyRow]})
+	Add(r, Claim[emptyRow]{Name: "rr", Specs: specs[emptyRow]})
+	Add(r, Claim[emptyRow]{Name: "pd", PD: true, Specs: specs[emptyRow], Cases: func(row fixtures.Row, _ emptyRow) []Case {
+		return []Case{{Deployment: &Deployment{RouterArgs: row.RouterArgs, Prefill: 2, Decode: 2}}}
+	}})
+	Add(r, Claim[emptyRow]{Name: "cases", Specs: specs[emptyRow], Cases: func(row fixtures.Row, _ emptyRow) []Case {
+		return []Case{
+			{Name: "shared", Deployment: Shared(row.RouterArgs)},
+			{Name: "own", Deployment: &Deployment{RouterArgs: []string{"--x", "1"}, Replicas: 1, Own: true}},
+			{Name: "none"},
+		}
+	}})
+	Add(r, Claim[emptyRow]{Name: "alsorr", Specs: specs[emptyRow]})
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+
+	pp := r.Plan([]api.Pair{vr}, false).Pairs[0]
+	shared, alone := planned(pp)
+	for key, want := range map[string][]string{
+		"":                        {"defaults/", "cases/shared", "fault/"}, // the mutating claim last, though first in the file
+		"--policy round_robin":    {"rr/", "alsorr/"},
+		"pd --policy round_robin": {"pd/"}, // never on the server deployment with the same args
+	} {
+		if !slices.Equal(shared[key], want) {
+			t.Errorf("deployment %q: %v, want %v (all: %v)", key, shared[key], want, shared)
+		}
+	}
+	if !slices.Equal(alone, []string{"cases/own", "cases/none"}) {
+		t.Errorf("alone %v", alone)
+	}
+	if u := pp.Alone[0]; u.Own == nil || u.Own.Name != "cases-own-vllm-router-vllm" || !u.Own.Own {
+		t.Errorf("the own case's deployment %+v", u.Own)
+	}
+	if pp.Shared[0].Name != "shared-vllm-router-vllm" || pp.Shared[1].Name != "policy-round-robin-vllm-router-vllm" ||
+		pp.Shared[2].Name != "pd-policy-round-robin-vllm-router-vllm" {
+		t.Errorf("shared names %q %q %q", pp.Shared[0].Name, pp.Shared[1].Name, pp.Shared[2].Name)
+	}
+	// The other pairs' rows do not apply: one case each, no deployment.
+	if other := r.Plan([]api.Pair{fixtures.LLMDRouterVLLM}, false).Pairs[0]; len(other.Shared) != 0 || len(other.Alone) != 6 {
+		t.Errorf("a pair no claim applies to: %+v", other)
+	}
+
+	// 2 (defaults, + 1 replacement) + 2 (round robin) + 4 (pd) + 1 (own, one replica).
+	if c := r.Plan([]api.Pair{vr}, false).Cost(2); c != (Cost{ModelDeployments: 4, EnginePods: 3 + 2 + 4 + 1}) {
+		t.Errorf("cost %+v", c)
+	}
+	if c := r.Plan([]api.Pair{vr}, false).Only(func(i Info) bool { return !i.Mutates }).Cost(2); c != (Cost{ModelDeployments: 4, EnginePods: 2 + 2 + 4 + 1}) {
+		t.Errorf("cost without the fault %+v", c)
+	}
+	iso := r.Plan([]api.Pair{vr}, true).Pairs[0]
+	if len(iso.Shared) != 0 || len(iso.Deployments()) != 7 {
+		t.Errorf("E2E_ISOLATE: %d shared, %d deployments", len(iso.Shared), len(iso.Deployments()))
+	}
+}
+
+func TestObjectNamesAreDNSLabelsThatStayApart(t *testing.T) {
+	a := ObjectName("thresholds-balance-abs-and-rel", vr)
+	b := ObjectName("thresholds-balance-abs-and-rel-3", vr)
+	if len(a) > 40 || len(b) > 40 || a == b || !strings.HasPrefix(a, "thresholds-balance-abs") {
+		t.Errorf("long names %q, %q", a, b)
+	}
+	if got := ObjectName("--policy round_robin", vr); got != "policy-round-robin-vllm-router-vllm" {
+		t.Errorf("short name %q", got)
+	}
+}
