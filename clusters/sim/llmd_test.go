@@ -411,3 +411,73 @@ func TestLLMDPrefillDecodeRunsThroughTheRoutingProxy(t *testing.T) {
 		t.Errorf("engine requests %v: want the long prompt's prefill leg on prefill, both on decode", got)
 	}
 }
+
+// GET /v1/models carries no body, so Envoy's ext_proc sees end of stream
+// on the request headers and the epp sends it to a random endpoint
+// (fallbackToRandomEndpoint, docs/llmd.md#data-path): every answer is an
+// engine's own list, and over a few GETs both replicas answer.
+func TestLLMDRoutesABodilessGETToARandomEngine(t *testing.T) {
+	c := realCluster(t, sim.Options{PickerSeed: 42})
+	d := deployReady(t, c, md("llmd-models", api.RouterLLMD, api.EngineVLLM, 2))
+	ctx := ctxT(t, 20*time.Second)
+	base, err := d.OpenAIBaseURL(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gets = 16
+	for range gets {
+		resp, err := http.Get(base + "/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var list struct {
+			Object string `json:"object"`
+			Data   []struct {
+				ID      string `json:"id"`
+				OwnedBy string `json:"owned_by"`
+			} `json:"data"`
+		}
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(b, &list) != nil ||
+			list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "Qwen/Qwen2.5-0.5B-Instruct" || list.Data[0].OwnedBy != "vllm" {
+			t.Fatalf("GET /v1/models through llm-d-router: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	rs, err := d.Replicas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "every GET in the access log, on both replicas", func() (bool, string) {
+		access, err := d.RouterLogs(ctx, clusters.LogOptions{Container: api.ContainerEnvoy})
+		if err != nil {
+			return false, err.Error()
+		}
+		per := map[string]int{}
+		for _, line := range strings.Split(access, "\n") {
+			var e struct {
+				Method   string `json:"method"`
+				Path     string `json:"path"`
+				Code     int    `json:"response_code"`
+				Upstream string `json:"upstream_host"`
+			}
+			if json.Unmarshal([]byte(line), &e) == nil && e.Method == "GET" && e.Path == "/v1/models" && e.Code == 200 {
+				per[e.Upstream]++
+			}
+		}
+		both := len(per) == len(rs)
+		for _, r := range rs {
+			both = both && per[net.JoinHostPort(r.IP, fmt.Sprint(r.Port))] > 0
+		}
+		return both && len(per) > 0 && sum(per) == gets, fmt.Sprint(per)
+	})
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -259,12 +259,15 @@ func TestSGUnknownModelAndNoWorkers(t *testing.T) {
 	if st != 503 {
 		t.Fatalf("no model %d", st)
 	}
-	// The served model works and /v1/models lists it from the registry.
+	// The served model works and /v1/models lists it from the registry,
+	// asking no engine: what sglang-router 0.3.1 from PyPI answers in IGW
+	// mode too (docs/routers.md#get-v1models-through-each-router).
 	if st, _, _ := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil); st != 200 {
 		t.Fatalf("served model %d", st)
 	}
-	if st, _, b := routertest.Get(t, r.Base()+"/v1/models"); st != 200 || string(b) != `{"object":"list","data":[{"id":"m","object":"model","owned_by":"local"}]}` {
-		t.Fatalf("models %d %s", st, b)
+	if st, h, b := routertest.Get(t, r.Base()+"/v1/models"); st != 200 || string(b) != `{"object":"list","data":[{"id":"m","object":"model","owned_by":"local"}]}` ||
+		h.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("models %d %q %s", st, h.Get("Content-Type"), b)
 	}
 	if es[0].Count("/v1/models") != 0 || es[0].Count("/server_info") != 1 {
 		t.Fatalf("models proxied or metadata not read: %d %d", es[0].Count("/v1/models"), es[0].Count("/server_info"))
