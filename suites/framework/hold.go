@@ -17,6 +17,20 @@ import (
 	"github.com/gpustack/routing-conformance/traffic"
 )
 
+// InFlightGauge is a router's per-worker in-flight gauge as a row names it
+// (cache_aware only): what Holds reads to confirm each dispatch, so it
+// needs its worker label.
+type InFlightGauge fixtures.Series
+
+// Check implements yamlbind.Checker.
+func (g InFlightGauge) Check() []string {
+	out := fixtures.Series(g).Check()
+	if g.WorkerLabel == "" {
+		out = append(out, "the in-flight gauge needs its workerLabel")
+	}
+	return out
+}
+
 // Holds keeps long requests in flight on a cache_aware router, one after
 // another: each is sent in the background and counts as dispatched once
 // the router's own in-flight gauge (the row's inFlight series, per worker)
@@ -29,7 +43,7 @@ import (
 type Holds struct {
 	in    Spec
 	dep   clusters.Deployment
-	gauge fixtures.Series
+	gauge InFlightGauge
 	// replica maps a worker label value to its replica name.
 	replica map[string]string
 	// want is the in-flight count per replica the router should show.
@@ -68,7 +82,7 @@ func (t Target) holdPlan(plan traffic.Plan) traffic.Plan {
 // StartHolds waits until the router shows nothing in flight (what earlier
 // traffic left has drained) and returns an empty set of holds. Whatever is
 // still held when the spec ends is cancelled and waited for.
-func (in Spec) StartHolds(ctx context.Context, dep clusters.Deployment, rs []clusters.Replica, gauge fixtures.Series) *Holds {
+func (in Spec) StartHolds(ctx context.Context, dep clusters.Deployment, rs []clusters.Replica, gauge InFlightGauge) *Holds {
 	GinkgoHelper()
 	h := &Holds{in: in, dep: dep, gauge: gauge, replica: map[string]string{}, want: map[string]int{}}
 	for _, r := range rs {

@@ -26,22 +26,14 @@ const ClaimRoutingText = "routingtext"
 type RoutingTextRow struct {
 	// InFlight is the router's per-worker in-flight gauge that confirms
 	// each held request's dispatch.
-	InFlight fixtures.Series `json:"inFlight"`
+	InFlight framework.InFlightGauge `json:"inFlight"`
 	// RoutingText lists the cases.
 	RoutingText []RoutingCase `json:"routingText"`
 }
 
 // Check implements yamlbind.Checker.
 func (r RoutingTextRow) Check() []string {
-	var names []string
-	for _, rc := range r.RoutingText {
-		names = append(names, rc.Name)
-	}
-	out := uniqueNames("routingText", names)
-	if r.InFlight.WorkerLabel == "" {
-		out = append(out, "inFlight needs its workerLabel")
-	}
-	return out
+	return uniqueNames("routingText", r.RoutingText, func(c RoutingCase) string { return c.Name })
 }
 
 // Routing-text case vocabulary (RoutingCase).
@@ -264,14 +256,16 @@ func findCase[T any](in framework.Spec, cases []T, nameOf func(T) string) T {
 	return cases[i]
 }
 
-// uniqueNames checks a row's case names: unique, lower-case letters,
-// digits and '-'.
-func uniqueNames(field string, names []string) []string {
-	var out []string
-	for i, n := range names {
-		if !caseName.MatchString(n) || slices.Contains(names[:i], n) {
+// uniqueNames checks the names of a row's cases: unique, lower-case
+// letters, digits and '-'.
+func uniqueNames[T any](field string, cases []T, nameOf func(T) string) []string {
+	var out, names []string
+	for i, c := range cases {
+		n := nameOf(c)
+		if !caseName.MatchString(n) || slices.Contains(names, n) {
 			out = append(out, fmt.Sprintf("%s[%d] (%s): name must be unique, lower-case letters, digits and '-'", field, i, n))
 		}
+		names = append(names, n)
 	}
 	return out
 }

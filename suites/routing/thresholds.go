@@ -29,22 +29,14 @@ const lbEvents = "vllm_router_load_balancing_events_total"
 type ThresholdsRow struct {
 	// InFlight is the router's per-worker in-flight gauge that confirms
 	// each held request's dispatch.
-	InFlight fixtures.Series `json:"inFlight"`
+	InFlight framework.InFlightGauge `json:"inFlight"`
 	// Thresholds lists the settings, each a case.
 	Thresholds []HeldCase `json:"thresholds"`
 }
 
 // Check implements yamlbind.Checker.
 func (r ThresholdsRow) Check() []string {
-	var names []string
-	for _, h := range r.Thresholds {
-		names = append(names, h.Name)
-	}
-	out := uniqueNames("thresholds", names)
-	if r.InFlight.WorkerLabel == "" {
-		out = append(out, "inFlight needs its workerLabel")
-	}
-	return out
+	return uniqueNames("thresholds", r.Thresholds, func(h HeldCase) string { return h.Name })
 }
 
 // HeldCase is one cache_aware setting and what N identical-prefix
