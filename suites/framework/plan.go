@@ -36,6 +36,9 @@ type PairPlan struct {
 type Use struct {
 	Claim Info
 	Case  Case
+	// Labels are the labels its specs carry, the pair's included: what a
+	// Ginkgo label filter selects on.
+	Labels []string
 	// Own is the deployment the case creates for itself (Alone only).
 	Own *PlannedDeployment
 }
@@ -73,8 +76,9 @@ func (r *Registry) pairPlan(p api.Pair, isolate bool) PairPlan {
 	out := PairPlan{Pair: p}
 	for _, c := range r.ordered() {
 		info := c.info()
+		ls := append(fixtures.PairLabels(p), labels(c, p)...)
 		for _, cs := range c.cases(p) {
-			u := Use{Claim: info, Case: cs}
+			u := Use{Claim: info, Case: cs, Labels: ls}
 			d := cs.Deployment
 			if d == nil {
 				out.Alone = append(out.Alone, u)
@@ -150,14 +154,14 @@ func (p Plan) Cost(replicas int32) Cost {
 	return c
 }
 
-// Only keeps the claims keep selects, as a label filter would: the plan of
-// a run of those claims alone.
-func (p Plan) Only(keep func(Info) bool) Plan {
+// Only keeps the uses keep selects (by their claim, or their Labels as a
+// label filter would): the plan of a run of those alone.
+func (p Plan) Only(keep func(Use) bool) Plan {
 	out := Plan{Isolated: p.Isolated}
 	for _, pp := range p.Pairs {
 		np := PairPlan{Pair: pp.Pair}
 		for _, u := range pp.Alone {
-			if keep(u.Claim) {
+			if keep(u) {
 				np.Alone = append(np.Alone, u)
 			}
 		}
@@ -165,7 +169,7 @@ func (p Plan) Only(keep func(Info) bool) Plan {
 			ns := s
 			ns.Uses, ns.ExtraEnginePods = nil, 0
 			for _, u := range s.Uses {
-				if keep(u.Claim) {
+				if keep(u) {
 					ns.Uses = append(ns.Uses, u)
 					ns.ExtraEnginePods += u.Case.ExtraEnginePods
 				}

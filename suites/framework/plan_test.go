@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onsi/ginkgo/v2/types"
+
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/fixtures"
 )
@@ -161,8 +163,16 @@ func TestThePlanSharesOneDeploymentPerArgsAndShape(t *testing.T) {
 	if c := r.Plan([]api.Pair{vr}, false).Cost(2); c != (Cost{ModelDeployments: 4, EnginePods: 3 + 2 + 4 + 1}) {
 		t.Errorf("cost %+v", c)
 	}
-	if c := r.Plan([]api.Pair{vr}, false).Only(func(i Info) bool { return !i.Mutates }).Cost(2); c != (Cost{ModelDeployments: 4, EnginePods: 2 + 2 + 4 + 1}) {
+	if c := r.Plan([]api.Pair{vr}, false).Only(func(u Use) bool { return !u.Claim.Mutates }).Cost(2); c != (Cost{ModelDeployments: 4, EnginePods: 2 + 2 + 4 + 1}) {
 		t.Errorf("cost without the fault %+v", c)
+	}
+	// A label filter selects on a use's labels, the pair's included.
+	filter, err := types.ParseLabelFilter("router:vllm-router && topology:pd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Plan(nil, false).Only(func(u Use) bool { return filter(u.Labels) }).Cost(2); c != (Cost{ModelDeployments: 1, EnginePods: 4}) {
+		t.Errorf("cost of router:vllm-router && topology:pd %+v", c)
 	}
 	iso := r.Plan([]api.Pair{vr}, true).Pairs[0]
 	if len(iso.Shared) != 0 || len(iso.Deployments()) != 7 {
