@@ -66,7 +66,9 @@ func (r *Registry) DeploymentsTable(replicas int32) string {
 		}
 	}
 	b.WriteString("\n")
-	kinds := func(ks ...string) func(Use) bool { return func(u Use) bool { return slices.Contains(ks, u.Claim.Kind) } }
+	kinds := func(ks ...string) func(Use) bool {
+		return func(u Use) bool { return slices.Contains(ks, u.Claim.Kind) }
+	}
 	doc := plan.Only(kinds(fixtures.KindDocumented)).Cost(replicas)
 	ext := plan.Only(kinds(fixtures.KindDocumented, fixtures.KindExtended)).Cost(replicas)
 	all := plan.Cost(replicas)
