@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +48,11 @@ type Level struct {
 	ServerLatency time.Duration `json:"server_latency_p50_ns"`
 	// RequestsPerSecond is the driver's rate at this level.
 	RequestsPerSecond float64 `json:"requests_per_second"`
+	// AllocPerRequest is what the process allocated during the level per
+	// request, and GCCycles the collections that ran meanwhile: the
+	// levers on the tail.
+	AllocPerRequest int64 `json:"alloc_bytes_per_request"`
+	GCCycles        int64 `json:"gc_cycles"`
 }
 
 // Machine says where a measurement ran.
@@ -185,7 +191,9 @@ func measureLevel(ctx context.Context, o Options, c int) (Level, error) {
 		Prompts:     traffic.PromptSet{Kind: traffic.PromptsSharedPrefix, PrefixChars: o.PrefixChars},
 		Headers:     map[string]string{KeyHeader: "{nonce}:{index}"},
 	}
+	alloc0, gc0 := gcCounters()
 	rep, err := traffic.Run(ctx, plan)
+	alloc1, gc1 := gcCounters()
 	if err != nil {
 		return Level{}, fmt.Errorf("overhead: concurrency %d: %w", c, err)
 	}
@@ -202,7 +210,23 @@ func measureLevel(ctx context.Context, o Options, c int) (Level, error) {
 	}
 	l.Concurrency = c
 	l.RequestsPerSecond = rep.Summary.RequestsPerSecond
+	l.AllocPerRequest = int64(alloc1-alloc0) / int64(n)
+	l.GCCycles = int64(gc1 - gc0)
 	return l, nil
+}
+
+// gcCounters reads the bytes allocated and the GC cycles completed so far
+// (runtime/metrics, which does not stop the world).
+func gcCounters() (allocBytes, cycles uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		allocBytes = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		cycles = s[1].Value.Uint64()
+	}
+	return allocBytes, cycles
 }
 
 // Join computes the overhead of results against the server's timings,
@@ -285,6 +309,8 @@ func Median(rounds []Result) Result {
 		}
 		slices.Sort(rps)
 		l.RequestsPerSecond = rps[len(rps)/2]
+		l.AllocPerRequest = int64(pick(func(l Level) time.Duration { return time.Duration(l.AllocPerRequest) }))
+		l.GCCycles = int64(pick(func(l Level) time.Duration { return time.Duration(l.GCCycles) }))
 	}
 	return out
 }
