@@ -122,7 +122,7 @@ func Markdown(r *Report) string {
 	if len(r.Sweeps) > 0 {
 		p("## Concurrency sweeps\n\n")
 		for _, s := range r.Sweeps {
-			p("%s\n", sweepMarkdown(s))
+			p("%s\n", sweepMarkdown(s, r.DriverOverhead))
 		}
 	}
 	p("## Specs\n\n<details><summary>All %d specs with their time and reason</summary>\n\n", len(r.Specs))
