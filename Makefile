@@ -36,7 +36,7 @@ E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifac
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit e2e qualify repeat reliability test-apiserver bench fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit e2e qualify repeat reliability test-apiserver bench bench-dist fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
@@ -77,8 +77,16 @@ test-apiserver: ## the kube target against a real kube-apiserver, in a private n
 	  if [ -n "$$missing" ]; then echo "test-apiserver: skipped: $$missing"; exit 0; fi && \
 	  $(GO) test -count=1 -timeout $(APISERVER_TIMEOUT) ./...
 
-bench: ## benchmarks printing ratios against a peer measured in the same run
+bench: ## benchmarks printing ratios against a peer measured in the same run; the driver's overhead per concurrency
 	bash bench/run.sh
+
+bench-dist: ## bin/bench.tar.gz: the driver benches as binaries and scripts, to run on another machine without Go (see bench/overhead.sh)
+	@rm -rf bin/bench-dist && mkdir -p bin/bench-dist/bench
+	$(GO) build -o bin/bench-dist/bench/ ./bench/cmd/pacedserver ./bench/cmd/overheadbench ./bench/cmd/driverbench ./bench/cmd/loopback-openai
+	cd bin/bench-dist && GOBIN="$$PWD/bench" $(GO) install github.com/rakyll/hey@v0.1.5
+	cp bench/overhead.sh bench/driver-vs-peer.sh bin/bench-dist/bench/
+	tar -czf bin/bench.tar.gz -C bin/bench-dist bench
+	@echo "bench-dist: bin/bench.tar.gz; on the other machine: tar xzf bench.tar.gz && bash bench/overhead.sh && bash bench/driver-vs-peer.sh"
 
 fuzz: ## short runs of every fuzz target
 	bash hack/fuzz.sh $(FUZZTIME)

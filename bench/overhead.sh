@@ -8,7 +8,7 @@
 #
 #   bench/overhead.sh                                  # levels 1,16,64,256, 3 rounds
 #   BENCH_OVERHEAD_LEVELS=64 BENCH_OVERHEAD_ROUNDS=5 bench/overhead.sh
-#   BENCH_BIN=/path/to/bench/bin bench/overhead.sh     # prebuilt binaries (make bench-dist): no Go needed
+#   tar xzf bench.tar.gz && bench/overhead.sh          # prebuilt binaries from make bench-dist: no Go needed
 #
 # Knobs: BENCH_OVERHEAD_LEVELS, BENCH_OVERHEAD_ROUNDS, BENCH_OVERHEAD_REQUESTS
 # (per level; default max(400, 32 x concurrency)), BENCH_OVERHEAD_MODE
@@ -24,6 +24,9 @@ json="${BENCH_OVERHEAD_JSON:-}"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin="${BENCH_BIN:-}"
+if [[ -z "$bin" && -x "$here/overheadbench" && -x "$here/pacedserver" ]]; then
+	bin="$here" # unpacked from make bench-dist
+fi
 if [[ -z "$bin" ]]; then
 	bin="$(mktemp -d "${TMPDIR:-/tmp}/overhead-bin.XXXXXX")"
 	trap 'rm -rf "$bin"' EXIT

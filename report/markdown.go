@@ -120,9 +120,9 @@ func Markdown(r *Report) string {
 		}
 	}
 	if len(r.Sweeps) > 0 {
-		p("## Concurrency sweeps\n\n")
+		p("## Concurrency sweeps\n\n%s\n\n", r.DriverBoundNote())
 		for _, s := range r.Sweeps {
-			p("%s\n", sweepMarkdown(s, r.DriverOverhead))
+			p("%s\n", sweepMarkdown(s))
 		}
 	}
 	p("## Specs\n\n<details><summary>All %d specs with their time and reason</summary>\n\n", len(r.Specs))

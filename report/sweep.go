@@ -89,12 +89,11 @@ type SweepResult struct {
 	Result string `json:"result"`
 }
 
-// sweepMarkdown is a sweep's table, one row per level, with its driver
-// overhead bound, and text bars.
-func sweepMarkdown(s SweepResult, d *DriverOverhead) string {
+// sweepMarkdown is a sweep's table, one row per level with the driver
+// overhead bound measured at that level, and text bars.
+func sweepMarkdown(s SweepResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s**, %s: by `%s`; expected: %s; %s\n\n", s.Pair, s.Title, s.Source, s.Expected, s.Result)
-	fmt.Fprintf(&b, "%s\n\n", d.BoundNote())
 	b.WriteString("| Concurrency | Split | Failed | Latency p50/p95/p99 ms | TTFT p50/p95/p99 ms | Driver overhead bound ms (TTFT / latency) |\n|---|---|---|---|---|---|\n")
 	for _, l := range s.Levels {
 		fmt.Fprintf(&b, "| %d | %s | %d of %d | %s | %s | %s |\n", l.Concurrency, l.Counts(), l.Failures, l.Requests, l.Latency, l.TTFT, l.DriverBound)

@@ -141,10 +141,10 @@ func printTable(w io.Writer, r overhead.Result, rounds int) {
 	fmt.Fprintf(w, "driver overhead: the driver's TTFT and latency minus the server's own for the same request (ms)\n")
 	fmt.Fprintf(w, "server: its own process, first token after %s, %d more chunks %s apart; driver mode %s; %s; median of %d rounds\n",
 		s.FirstToken, s.Chunks, s.Gap, r.Mode, r.Machine, rounds)
-	fmt.Fprintf(w, "%11s %8s %9s %9s %9s %9s %9s %9s %9s\n", "concurrency", "requests", "TTFT p50", "TTFT p99", "TTFT max", "lat p50", "lat p99", "lat max", "req/s")
+	fmt.Fprintf(w, "%11s %8s %9s %9s %9s %9s %9s %9s %9s %9s %5s\n", "concurrency", "requests", "TTFT p50", "TTFT p99", "TTFT max", "lat p50", "lat p99", "lat max", "req/s", "B/req", "GCs")
 	for _, l := range r.Levels {
-		fmt.Fprintf(w, "%11d %8d %9s %9s %9s %9s %9s %9s %9.0f\n", l.Concurrency, l.Requests,
-			ms(l.TTFT.P50), ms(l.TTFT.P99), ms(l.TTFT.Max), ms(l.Latency.P50), ms(l.Latency.P99), ms(l.Latency.Max), l.RequestsPerSecond)
+		fmt.Fprintf(w, "%11d %8d %9s %9s %9s %9s %9s %9s %9.0f %9d %5d\n", l.Concurrency, l.Requests,
+			ms(l.TTFT.P50), ms(l.TTFT.P99), ms(l.TTFT.Max), ms(l.Latency.P50), ms(l.Latency.P99), ms(l.Latency.Max), l.RequestsPerSecond, l.AllocPerRequest, l.GCCycles)
 	}
 	for _, l := range r.Levels {
 		fmt.Fprintf(w, "overhead_c%d_ttft_ms=%s/%s/%s\n", l.Concurrency, ms(l.TTFT.P50), ms(l.TTFT.P99), ms(l.TTFT.Max))
