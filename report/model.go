@@ -104,7 +104,7 @@ type Report struct {
 	// DriverOverhead is the traffic driver's measured share of the sweeps'
 	// latencies: the bound each level states.
 	DriverOverhead *DriverOverhead `json:"driverOverhead,omitempty"`
-	Specs  []SpecResult  `json:"specs"`
+	Specs          []SpecResult    `json:"specs"`
 	// Baseline is the comparison with an earlier run (make qualify BASELINE=).
 	Baseline *Diff `json:"baseline,omitempty"`
 
