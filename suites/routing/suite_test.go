@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -25,6 +26,10 @@ var (
 // suite is set by SynchronizedBeforeSuite on every process; specs read it
 // through their input getters, never at tree construction.
 var suite Target
+
+// targetReached is set once this process's preflight reached the target;
+// the run-namespace cleanup of a run that never did has nothing to delete.
+var targetReached atomic.Bool
 
 // The spec tree: every registered claim for every documented pair.
 var _ = DescribeClaims(func() Target { return suite })
@@ -58,8 +63,14 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	if cfg.Target != config.TargetSim && !cfg.SkipCleanup {
 		// Runs after every process is done: the safety net for specs that
 		// were interrupted before their own cleanup.
-		DeferCleanup(func(ctx SpecContext) error { return deleteRunNamespaces(ctx, cfg, s) },
-			NodeTimeout(intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
+		DeferCleanup(func(ctx SpecContext) error {
+			if !targetReached.Load() {
+				// The preflight said why in one line; nothing was created.
+				GinkgoWriter.Println("the target was never reached: no run namespaces to delete")
+				return nil
+			}
+			return deleteRunNamespaces(ctx, cfg, s)
+		}, NodeTimeout(intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
 	}
 	b, err := json.Marshal(s)
 	Expect(err).NotTo(HaveOccurred())
@@ -73,6 +84,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	if err != nil {
 		Fail(fmt.Sprintf("cannot reach the %s target: %v", cfg.Target, err))
 	}
+	targetReached.Store(true)
 	DeferCleanup(func(ctx SpecContext) error { return cluster.Close(ctx) }, NodeTimeout(intervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
 	env, err := cluster.Describe(ctx)
 	if err != nil {
