@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -44,11 +43,18 @@ type worker struct {
 	decodeErr error
 	scratch   [512]byte
 
-	// the request: go-openai's values and the body, reused
+	// the request: go-openai's values and their encoder, reused
 	chat       openai.ChatCompletionRequest
 	completion openai.CompletionRequest
 	message    [1]openai.ChatCompletionMessage
-	body       *requestBody
+	encoded    bytes.Buffer
+	encoder    *json.Encoder
+
+	// stream chunks are decoded by one json.Decoder, which keeps its
+	// state's buffers from one chunk to the next (json.Unmarshal builds
+	// them anew for every chunk)
+	chunk   chunkSource
+	decoder *json.Decoder
 }
 
 // exchange is what one request saw on the wire.
@@ -92,41 +98,43 @@ func (c *arrivalClock) Read(p []byte) (int, error) {
 // request builds the HTTP request go-openai would send for text: its request
 // types encoded by encoding/json (the bytes its client sends), the plan's
 // extra body fields, go-openai's headers, then the plan's headers. The
-// request value and the body's buffer are the worker's, reused.
+// request values and the encoding buffer are the worker's, reused; the body
+// is a copy of exactly its size, since net/http may read it after RoundTrip
+// returns, and a *bytes.Reader, which net/http writes with the headers in
+// one write (another reader type makes it flush the headers first).
 func (w *worker) request(ctx context.Context, ex *exchange, text string, headers map[string]string, extra map[string]json.RawMessage) (*http.Request, error) {
 	r := w.r
-	body := w.nextBody()
-	enc := json.NewEncoder(&body.buf)
+	w.encoded.Reset()
+	if w.encoder == nil {
+		w.encoder = json.NewEncoder(&w.encoded)
+	}
 	var err error
 	path := "/chat/completions"
 	if r.plan.Endpoint == EndpointCompletions {
 		path = "/completions"
 		w.completion = openai.CompletionRequest{Model: r.plan.Model, Prompt: text, MaxTokens: r.plan.MaxTokens,
 			Stream: ex.stream, StreamOptions: r.streamOptions(ex.stream)}
-		err = enc.Encode(&w.completion)
+		err = w.encoder.Encode(&w.completion)
 	} else {
 		w.message[0] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text}
 		w.chat = openai.ChatCompletionRequest{Model: r.plan.Model, MaxTokens: r.plan.MaxTokens, Messages: w.message[:],
 			Stream: ex.stream, StreamOptions: r.streamOptions(ex.stream)}
-		err = enc.Encode(&w.chat)
+		err = w.encoder.Encode(&w.chat)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("traffic: encoding the request: %w", err)
 	}
-	raw := bytes.TrimSuffix(body.buf.Bytes(), []byte("\n")) // Encode's newline; Marshal writes none
+	raw := bytes.Clone(bytes.TrimSuffix(w.encoded.Bytes(), []byte("\n"))) // Encode's newline; Marshal writes none
 	if len(extra) > 0 {
 		if raw, err = mergeFields(raw, extra); err != nil {
 			ex.mergeErr = err
 			return nil, err
 		}
 	}
-	body.Reset(raw)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.baseURL+path, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.baseURL+path, bytes.NewReader(raw))
 	if err != nil {
 		return nil, err
 	}
-	req.ContentLength = int64(len(raw))
-	req.GetBody = body.rewind
 	h := req.Header
 	h["Content-Type"] = jsonType
 	if ex.stream {
@@ -143,47 +151,6 @@ func (w *worker) request(ctx context.Context, ex *exchange, text string, headers
 		h.Set(name, value)
 	}
 	return req, nil
-}
-
-// requestBody is a request's body, read by the transport. net/http may
-// still read or close it after RoundTrip returns, so a worker reuses it only
-// once the transport has closed it, and otherwise starts a new one.
-type requestBody struct {
-	r      bytes.Reader
-	buf    bytes.Buffer
-	raw    []byte
-	closed atomic.Bool
-}
-
-func (b *requestBody) Reset(raw []byte) {
-	b.raw = raw
-	b.r.Reset(raw)
-}
-
-// Read only: net/http copies a body with WriteTo through a buffer of its
-// own for every request.
-func (b *requestBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-
-func (b *requestBody) Close() error {
-	b.closed.Store(true)
-	return nil
-}
-
-// rewind is the request's GetBody, for net/http's retry on a kept-alive
-// connection the server had closed.
-func (b *requestBody) rewind() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(b.raw)), nil
-}
-
-// nextBody returns the worker's body, emptied, or a new one while the
-// transport still holds the last.
-func (w *worker) nextBody() *requestBody {
-	if w.body == nil || !w.body.closed.Load() {
-		w.body = &requestBody{}
-	}
-	w.body.closed.Store(false)
-	w.body.buf.Reset()
-	return w.body
 }
 
 // The header values go-openai sends; shared, never modified.
@@ -408,16 +375,45 @@ type usageJSON struct {
 // decodeAnswer decodes data into the worker's reused answerJSON, cleared
 // first: encoding/json leaves a field that is null or absent as it was, and
 // decodes a list into the elements already there. It returns nil, with
-// w.decodeErr set, when data is not such an object.
+// w.decodeErr set, when data is not such an object: the error is
+// json.Unmarshal's, so that it reads and classifies the same.
 func (w *worker) decodeAnswer(data []byte) *answerJSON {
-	choices := w.decoded.Choices[:cap(w.decoded.Choices)]
-	clear(choices)
-	w.decoded = answerJSON{Choices: choices[:0]}
+	w.clearDecoded()
+	if w.decoder == nil {
+		w.decoder = json.NewDecoder(&w.chunk)
+	}
+	w.chunk.data = data
+	start := w.decoder.InputOffset()
+	if err := w.decoder.Decode(&w.decoded); err == nil && w.decoder.InputOffset()-start == int64(len(data)) {
+		return &w.decoded // data was exactly one JSON value
+	}
+	// Not one JSON object: start over with a fresh decoder, and let
+	// json.Unmarshal say what is wrong.
+	w.decoder = nil
+	w.clearDecoded()
 	if err := json.Unmarshal(data, &w.decoded); err != nil {
 		w.decodeErr = err
 		return nil
 	}
 	return &w.decoded
+}
+
+func (w *worker) clearDecoded() {
+	choices := w.decoded.Choices[:cap(w.decoded.Choices)]
+	clear(choices)
+	w.decoded = answerJSON{Choices: choices[:0]}
+}
+
+// chunkSource feeds one chunk at a time to the worker's json.Decoder.
+type chunkSource struct{ data []byte }
+
+func (c *chunkSource) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.data)
+	c.data = c.data[n:]
+	return n, nil
 }
 
 // errDone is eventReader.next's answer to "data: [DONE]".

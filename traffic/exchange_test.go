@@ -94,3 +94,19 @@ func TestParseErrorBodyShapes(t *testing.T) {
 		}
 	}
 }
+
+// The reused decoder reads each chunk as json.Unmarshal would: one value,
+// nothing after it, and an error that is json.Unmarshal's.
+func TestChunkDecodingAcceptsExactlyOneValue(t *testing.T) {
+	var w worker
+	for _, bad := range []string{`{"id":"a"} {"id":"b"}`, `{"id":"a"}}`, `{"id":`, `[1]`, ``} {
+		if w.decodeAnswer([]byte(bad)) != nil {
+			t.Errorf("%q decoded", bad)
+		} else if !isJSONError(w.decodeErr) {
+			t.Errorf("%q: error %v is not encoding/json's", bad, w.decodeErr)
+		}
+		if a := w.decodeAnswer([]byte(`{"id":"ok","choices":[{"text":"x"}]}`)); a == nil || a.ID != "ok" || a.Choices[0].Text != "x" {
+			t.Errorf("after %q the next chunk decoded as %+v (%v)", bad, a, w.decodeErr)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -200,7 +201,7 @@ func measureLevel(ctx context.Context, o Options, c int) (Level, error) {
 	if rep.Summary.OK != n {
 		return Level{}, fmt.Errorf("overhead: concurrency %d: %d of %d requests failed: %v", c, n-rep.Summary.OK, n, rep.Summary.ByClass)
 	}
-	timings, err := fetchTimings(ctx, o.ServerURL, rep.Plan.Prompts.Nonce)
+	timings, err := fetchTimings(ctx, o.ServerURL, rep.Plan.Prompts.Nonce, n)
 	if err != nil {
 		return Level{}, fmt.Errorf("overhead: concurrency %d: %w", c, err)
 	}
@@ -259,10 +260,10 @@ func bound(ds []time.Duration) Bound {
 	return Bound{P50: s.P50, P99: s.P99, Max: s.Max}
 }
 
-func fetchTimings(ctx context.Context, serverURL, run string) (map[int]Timing, error) {
+func fetchTimings(ctx context.Context, serverURL, run string, n int) (map[int]Timing, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(serverURL, "/")+TimingsPath+"?run="+run, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(serverURL, "/")+TimingsPath+"?run="+run+"&n="+strconv.Itoa(n), nil)
 	if err != nil {
 		return nil, err
 	}

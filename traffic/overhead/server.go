@@ -20,8 +20,10 @@ import (
 // sends, so that the server's timings join the driver's results.
 const KeyHeader = "X-Overhead-Key"
 
-// TimingsPath answers GET ?run=<nonce> with the server's timings of that run
-// (and forgets them).
+// TimingsPath answers GET ?run=<nonce>&n=<requests> with the server's
+// timings of that run (and forgets them), once it holds n of them or after
+// timingsWait: a handler stores its timing after its last byte is out, so
+// the driver can ask before the last handler has.
 const TimingsPath = "/overhead/timings"
 
 // Shape is how the server answers: the first token after FirstToken, then
@@ -39,7 +41,10 @@ type Shape struct {
 var DefaultShape = Shape{FirstToken: 10 * time.Millisecond, Chunks: 8, Gap: 2 * time.Millisecond}
 
 // Timing is what the server measured of one request, from the moment its
-// handler started: the first token flushed, and the last byte flushed.
+// handler started to the moment it began writing the first token, and the
+// last event ([DONE], or a whole answer). Taken before the write, not after
+// it: the client can read bytes before the server's write call returns, and
+// a bound must never come out below what the client added.
 type Timing struct {
 	TTFT    time.Duration `json:"ttft_ns"`
 	Latency time.Duration `json:"latency_ns"`
@@ -115,6 +120,9 @@ func (s *Server) stream(w http.ResponseWriter, start time.Time) Timing {
 	var t Timing
 	for k := 0; k <= s.Shape.Chunks; k++ {
 		sleepUntil(start.Add(s.Shape.FirstToken + time.Duration(k)*s.Shape.Gap))
+		if k == 0 {
+			t.TTFT = time.Since(start)
+		}
 		_, _ = w.Write(chunkHead)
 		if k == s.Shape.Chunks {
 			_, _ = w.Write(chunkStop)
@@ -122,13 +130,10 @@ func (s *Server) stream(w http.ResponseWriter, start time.Time) Timing {
 			_, _ = w.Write(chunkNull)
 		}
 		flush()
-		if k == 0 {
-			t.TTFT = time.Since(start)
-		}
 	}
+	t.Latency = time.Since(start)
 	_, _ = w.Write(done)
 	flush()
-	t.Latency = time.Since(start)
 	return t
 }
 
@@ -137,11 +142,12 @@ func (s *Server) answer(w http.ResponseWriter, start time.Time) Timing {
 	sleepUntil(start.Add(s.Shape.FirstToken + time.Duration(s.Shape.Chunks)*s.Shape.Gap))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(whole)))
+	t := Timing{Latency: time.Since(start)}
 	_, _ = w.Write(whole)
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
-	return Timing{Latency: time.Since(start)}
+	return t
 }
 
 func sleepUntil(t time.Time) {
@@ -160,10 +166,23 @@ func parseKey(v string) (run string, index int, ok bool) {
 	return run, index, err == nil
 }
 
+// timingsWait bounds how long GET TimingsPath waits for the run's last
+// handlers to store their timings.
+const timingsWait = 5 * time.Second
+
 // serveTimings answers with the run's timings as {"<index>": Timing} and
 // forgets them.
 func (s *Server) serveTimings(w http.ResponseWriter, r *http.Request) {
 	run := r.URL.Query().Get("run")
+	want, _ := strconv.Atoi(r.URL.Query().Get("n"))
+	for deadline := time.Now().Add(timingsWait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		have := len(s.runs[run])
+		s.mu.Unlock()
+		if have >= want {
+			break
+		}
+	}
 	s.mu.Lock()
 	timings := s.runs[run]
 	delete(s.runs, run)

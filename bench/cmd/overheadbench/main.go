@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -43,9 +44,13 @@ func run(args []string, out io.Writer) int {
 	jsonOut := fs.String("json", "", "also write every round and the medians here as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the rounds here")
 	memProfile := fs.String("memprofile", "", "write an allocation profile here after the rounds")
+	memRate := fs.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (0: Go's default, 1: every allocation)")
 	shape := overhead.DefaultShape
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
 	}
 	levels, err := parseLevels(*levelsFlag)
 	if err != nil || *rounds < 1 {
