@@ -264,7 +264,7 @@ func (w *worker) readAnswer(ex *exchange) error {
 	if n > answerLimit {
 		return fmt.Errorf("traffic: the answer's body is larger than %d MiB", answerLimit>>20)
 	}
-	a := w.decodeAnswer(w.answer.Bytes())
+	a := w.decodeAnswer(bytes.TrimSpace(w.answer.Bytes())) // a trailing newline is common
 	if a == nil {
 		return w.decodeErr
 	}
