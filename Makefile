@@ -29,6 +29,10 @@ VERSION             ?=
 BASELINE            ?=
 
 APISERVER_TIMEOUT   ?= 20m
+# The apiserver tier's pure unit tests (admission, install's checksums and
+# schema facts, pod conversion, run comparison, the namespace checks): they
+# need no root and do not link k8s.io/kubernetes, so make unit runs them.
+APISERVER_UNIT_PKGS = ./admission/... ./install/... ./podconv/... ./suiterun/... ./netns/...
 
 # The suite runner (cmd/e2e): checks the label filter, compiles the suite
 # with a visible step, runs Ginkgo with a live traffic line, summarises.
@@ -36,7 +40,7 @@ E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifac
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit docs e2e qualify repeat reliability test-apiserver bench fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit docs e2e qualify repeat reliability test-apiserver bench bench-dist fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
@@ -53,6 +57,8 @@ unit: ## unit tests of every package, with -race (docs/ without: text checks onl
 	@$(GO) test -count=1 ./docs
 	@echo "unit: the suites' plain Go tests (registry, rows, plan, generated docs, waits), not the specs"
 	@bash hack/heartbeat.sh "suite checks" $(GO) test -race -count=1 -timeout 5m -skip '^TestRouting$$' ./suites/...
+	@echo "unit: the apiserver tier's unit tests (test/apiserver, its own module; no root needed)"
+	@cd test/apiserver && bash ../../hack/heartbeat.sh "apiserver unit tests" $(GO) test -race -count=1 -timeout 5m $(APISERVER_UNIT_PKGS)
 
 docs: ## write README.md's claims and deployment tables and e2e.yaml's claim list from the claim registry (make unit checks them)
 	$(GO) test -count=1 -run '^TestGeneratedDocsAreCurrent$$' ./suites/routing -args -update-docs
@@ -75,13 +81,21 @@ reliability: ## on the sim: Ctrl-C mid-traffic ends within 30 s with a partial r
 	@echo "reliability: interrupting make e2e during traffic"
 	E2E_RELIABILITY=1 $(GO) test -count=1 -timeout 15m -run '^TestInterrupt' -v ./cmd/e2e
 
-test-apiserver: ## the kube target against a real kube-apiserver, in a private network namespace (root; test/apiserver/README.md)
+test-apiserver: ## the kube target against a real kube-apiserver, in a private network namespace (root; test/apiserver/README.md); under CI=true a machine that cannot run it fails
 	@cd test/apiserver && missing=$$($(GO) run ./netns/cmd/missing) && \
 	  if [ -n "$$missing" ]; then echo "test-apiserver: skipped: $$missing"; exit 0; fi && \
 	  $(GO) test -count=1 -timeout $(APISERVER_TIMEOUT) ./...
 
-bench: ## benchmarks printing ratios against a peer measured in the same run
+bench: ## benchmarks printing ratios against a peer measured in the same run; the driver's overhead per concurrency
 	bash bench/run.sh
+
+bench-dist: ## bin/bench.tar.gz: the driver benches as binaries and scripts, to run on another machine without Go (see bench/overhead.sh)
+	@rm -rf bin/bench-dist && mkdir -p bin/bench-dist/bench
+	$(GO) build -o bin/bench-dist/bench/ ./bench/cmd/pacedserver ./bench/cmd/overheadbench ./bench/cmd/driverbench ./bench/cmd/loopback-openai
+	cd bin/bench-dist && GOBIN="$$PWD/bench" $(GO) install github.com/rakyll/hey@v0.1.5
+	cp bench/overhead.sh bench/driver-vs-peer.sh bin/bench-dist/bench/
+	tar -czf bin/bench.tar.gz -C bin/bench-dist bench
+	@echo "bench-dist: bin/bench.tar.gz; on the other machine: tar xzf bench.tar.gz && bash bench/overhead.sh && bash bench/driver-vs-peer.sh"
 
 fuzz: ## short runs of every fuzz target
 	bash hack/fuzz.sh $(FUZZTIME)

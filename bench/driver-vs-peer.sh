@@ -10,7 +10,10 @@
 # Knobs: BENCH_REQUESTS, BENCH_CONCURRENCY, BENCH_ROUNDS (median reported),
 # BENCH_PEER=vegeta (skip hey, e.g. to check the fallback),
 # BENCH_STRICT=1 (exit 1 when the ratio is below 1.0 or the driver's peak RSS
-# is 200 MB or more). Rounds alternate which tool goes first.
+# is 200 MB or more), BENCH_BIN (a folder with prebuilt loopback-openai,
+# driverbench and hey, as make bench-dist packs them beside this script: no
+# Go needed; the default when they are there). Rounds alternate which tool
+# goes first.
 set -euo pipefail
 
 requests="${BENCH_REQUESTS:-20000}"
@@ -38,22 +41,33 @@ trap cleanup EXIT
 log() { printf '%s\n' "$*" >&2; }
 
 # --- tools ---------------------------------------------------------------
-export GOBIN="$work/bin"
-mkdir -p "$GOBIN"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [[ -z "${BENCH_BIN:-}" && -x "$here/driverbench" && -x "$here/loopback-openai" && -x "$here/hey" ]]; then
+	BENCH_BIN="$here"
+fi
 peer=""
-if [[ "${BENCH_PEER:-auto}" != vegeta ]] && (cd "$work" && go install github.com/rakyll/hey@v0.1.5) >"$work/install.log" 2>&1; then
+if [[ -n "${BENCH_BIN:-}" ]]; then
+	GOBIN="$BENCH_BIN"
+	for b in loopback-openai driverbench hey; do
+		[[ -x "$GOBIN/$b" ]] || { log "driver-vs-peer: $GOBIN/$b is missing (make bench-dist packs it)"; exit 2; }
+	done
 	peer="hey v0.1.5"
-elif (cd "$work" && go install github.com/tsenart/vegeta/v12@v12.13.0) >>"$work/install.log" 2>&1; then
-	peer="vegeta v12.13.0"
 else
-	log "driver-vs-peer: could not install hey@v0.1.5 or vegeta@v12.13.0:"
-	cat "$work/install.log" >&2
-	exit 1
+	export GOBIN="$work/bin"
+	mkdir -p "$GOBIN"
+	if [[ "${BENCH_PEER:-auto}" != vegeta ]] && (cd "$work" && go install github.com/rakyll/hey@v0.1.5) >"$work/install.log" 2>&1; then
+		peer="hey v0.1.5"
+	elif (cd "$work" && go install github.com/tsenart/vegeta/v12@v12.13.0) >>"$work/install.log" 2>&1; then
+		peer="vegeta v12.13.0"
+	else
+		log "driver-vs-peer: could not install hey@v0.1.5 or vegeta@v12.13.0:"
+		cat "$work/install.log" >&2
+		exit 1
+	fi
+	(cd "$root" && go build -o "$GOBIN/loopback-openai" ./bench/cmd/loopback-openai &&
+		go build -o "$GOBIN/driverbench" ./bench/cmd/driverbench)
 fi
 log "driver-vs-peer: peer is $peer"
-
-(cd "$root" && go build -o "$GOBIN/loopback-openai" ./bench/cmd/loopback-openai &&
-	go build -o "$GOBIN/driverbench" ./bench/cmd/driverbench)
 
 # --- server --------------------------------------------------------------
 "$GOBIN/loopback-openai" -addr 127.0.0.1:0 -addr-file "$work/addr" -capture-body "$work/body.json" \

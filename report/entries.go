@@ -186,6 +186,9 @@ func (Banner) EntryName() string { return EntryBanner }
 
 // Describe implements Describer; ANSI escapes are removed whoever recorded
 // the line.
+// String is what Ginkgo's log shows for the entry.
+func (b Banner) String() string { return b.Describe() }
+
 func (b Banner) Describe() string { return "banner: " + stripANSI(b.Line) }
 
 // Series is the label values of a router series, against the replicas.
@@ -206,6 +209,9 @@ func (Series) EntryName() string { return EntrySeries }
 
 // Describe implements Describer. A series without a per-worker label (or one that
 // was not found) says so instead of printing empty braces.
+// String is what Ginkgo's log shows for the entry.
+func (s Series) String() string { return s.Describe() }
+
 func (s Series) Describe() string {
 	switch {
 	case s.Samples == 0 && len(s.Values) == 0:
@@ -242,6 +248,9 @@ type Admission struct {
 func (Admission) EntryName() string { return EntryAdmission }
 
 // Describe implements Describer.
+// String is what Ginkgo's log shows for the entry.
+func (a Admission) String() string { return a.Describe() }
+
 func (a Admission) Describe() string {
 	args := strings.Join(a.Args, " ")
 	if !a.Refused {
@@ -272,6 +281,9 @@ type RouterExit struct {
 func (RouterExit) EntryName() string { return EntryRouterExit }
 
 // Describe implements Describer.
+// String is what Ginkgo's log shows for the entry.
+func (x RouterExit) String() string { return x.Describe() }
+
 func (x RouterExit) Describe() string {
 	code := "none"
 	if x.ExitCode != nil {
@@ -297,6 +309,10 @@ type DeploymentCost struct {
 
 // EntryName implements Entry.
 func (DeploymentCost) EntryName() string { return EntryDeploymentCost }
+
+// String is what Ginkgo's log shows for the entry: the figures, not the
+// pointer that holds them.
+func (x DeploymentCost) String() string { return x.Describe() }
 
 // Describe implements Describer.
 func (x DeploymentCost) Describe() string {

@@ -150,12 +150,13 @@ pre.evidence { white-space: pre-wrap; font-size: 12px; background: #f7f7f7; padd
 {{if .OtherSplits}}<h2>Other measured splits</h2>
 {{range .OtherSplits}}{{range .Charts}}{{chart .}}<div class="caption">{{.Caption}}</div>{{end}}{{end}}{{end}}
 {{if .Sweeps}}<h2>Concurrency sweeps</h2>
+<p class="bound">{{$.DriverBoundNote}}</p>
 {{range .Sweeps}}<div class="sweep">
 <p><b>{{.Pair}}</b>, {{.Title}}: by <code>{{.Source}}</code>; expected: {{.Expected}}; <span class="{{cls .Result}}">{{marked .Result}}</span></p>
 {{sweep .}}
 <table>
-<tr><th>Concurrency</th><th>Split</th><th>Failed</th><th>Latency p50/p95/p99 ms</th><th>TTFT p50/p95/p99 ms</th></tr>
-{{range .Levels}}<tr><td>{{.Concurrency}}</td><td>{{.Counts}}</td><td>{{.Failures}} of {{.Requests}}</td><td>{{.Latency}}</td><td>{{.TTFT}}</td></tr>
+<tr><th>Concurrency</th><th>Split</th><th>Failed</th><th>Latency p50/p95/p99 ms</th><th>TTFT p50/p95/p99 ms</th><th>Driver overhead bound ms (TTFT / latency)</th></tr>
+{{range .Levels}}<tr><td>{{.Concurrency}}</td><td>{{.Counts}}</td><td>{{.Failures}} of {{.Requests}}</td><td>{{.Latency}}</td><td>{{.TTFT}}</td><td>{{.DriverBound}}</td></tr>
 {{end}}</table>
 </div>{{end}}{{end}}
 <h2>Specs</h2>

@@ -120,7 +120,7 @@ func Markdown(r *Report) string {
 		}
 	}
 	if len(r.Sweeps) > 0 {
-		p("## Concurrency sweeps\n\n")
+		p("## Concurrency sweeps\n\n%s\n\n", r.DriverBoundNote())
 		for _, s := range r.Sweeps {
 			p("%s\n", sweepMarkdown(s))
 		}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -597,5 +599,36 @@ func TestParseRefusesAnotherSchemaVersion(t *testing.T) {
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), "old/report.json") || !strings.Contains(err.Error(), "reads schemaVersion 2 only") {
 			t.Errorf("%s: %v", doc, err)
 		}
+	}
+}
+
+// Ginkgo's log shows a report entry through its String method, else as
+// %+v: every kind of evidence must read as its figures there, never as a
+// pointer (a DeploymentCost showed "Cost:0x...").
+func TestEveryEntryReadsAsItsFiguresInGinkgosLog(t *testing.T) {
+	exit := int32(2)
+	samples := map[string]any{
+		EntryDeploymentCost: DeploymentCost{Name: "md-1", Pair: "vllm-router+vLLM", Cost: &clusters.Cost{EnginePodsStarted: 2, EnginePodsReady: 2, AcceleratorSeconds: 12.5}},
+		EntryRouterExit:     RouterExit{Value: "roundrobin", ExitCode: &exit},
+	}
+	for name, fresh := range entryTypes {
+		v, ok := samples[name]
+		if !ok {
+			v = reflect.ValueOf(fresh()).Elem().Interface()
+		}
+		if _, ok := v.(fmt.Stringer); !ok {
+			t.Errorf("entry %s (%T) has no String method: Ginkgo prints it with %%+v", name, v)
+			continue
+		}
+		if got := types.WrapEntryValue(v).String(); strings.Contains(got, "0x") {
+			t.Errorf("entry %s reads %q in Ginkgo's log", name, got)
+		}
+	}
+	got := types.WrapEntryValue(samples[EntryDeploymentCost]).String()
+	if got != "deployment md-1: 2 engine Pods started, 2 Ready, 12.50 accelerator-seconds" {
+		t.Errorf("deployment-cost reads %q", got)
+	}
+	if got := types.WrapEntryValue(samples[EntryRouterExit]).String(); !strings.Contains(got, "exit 2") {
+		t.Errorf("router-exit reads %q", got)
 	}
 }

@@ -80,7 +80,10 @@ type Report struct {
 	Series []SeriesSeen `json:"series,omitempty"`
 	// Sweeps are the concurrency sweeps measured (split against concurrency).
 	Sweeps []SweepResult `json:"sweeps,omitempty"`
-	Specs  []SpecResult  `json:"specs"`
+	// DriverOverhead is the traffic driver's measured share of the sweeps'
+	// latencies: the bound each level states.
+	DriverOverhead *DriverOverhead `json:"driverOverhead,omitempty"`
+	Specs          []SpecResult    `json:"specs"`
 	// Baseline is the comparison with an earlier run (make qualify BASELINE=).
 	Baseline *Diff `json:"baseline,omitempty"`
 

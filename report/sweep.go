@@ -35,6 +35,9 @@ type SweepLevel struct {
 	// Latency covers the successful requests, TTFT the successful streams.
 	Latency Percentiles `json:"latency"`
 	TTFT    Percentiles `json:"ttft"`
+	// DriverBound is the driver's own overhead measured at this level
+	// (Report.DriverOverhead says how); nil when it was not measured.
+	DriverBound *LevelBound `json:"driverOverhead,omitempty"`
 }
 
 // Percentiles are nearest-rank percentiles in milliseconds.
@@ -79,13 +82,14 @@ func (s Sweep) String() string {
 // Describe implements Describer.
 func (s Sweep) Describe() string { return "sweep " + s.String() }
 
-// sweepMarkdown is a sweep's table, one row per level, with text bars.
+// sweepMarkdown is a sweep's table, one row per level with the driver
+// overhead bound measured at that level, and text bars.
 func sweepMarkdown(s SweepResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s**, %s: by `%s`; expected: %s; %s\n\n", s.Pair, s.Title, s.Source, s.Expected, s.Result)
-	b.WriteString("| Concurrency | Split | Failed | Latency p50/p95/p99 ms | TTFT p50/p95/p99 ms |\n|---|---|---|---|---|\n")
+	b.WriteString("| Concurrency | Split | Failed | Latency p50/p95/p99 ms | TTFT p50/p95/p99 ms | Driver overhead bound ms (TTFT / latency) |\n|---|---|---|---|---|---|\n")
 	for _, l := range s.Levels {
-		fmt.Fprintf(&b, "| %d | %s | %d of %d | %s | %s |\n", l.Concurrency, l.Counts(), l.Failures, l.Requests, l.Latency, l.TTFT)
+		fmt.Fprintf(&b, "| %d | %s | %d of %d | %s | %s | %s |\n", l.Concurrency, l.Counts(), l.Failures, l.Requests, l.Latency, l.TTFT, l.DriverBound)
 	}
 	b.WriteString("\n")
 	for _, l := range s.Levels {

@@ -28,6 +28,7 @@ func Write(dir string, r types.Report, meta Meta) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	q.attachDriverOverhead(readDriverOverhead())
 	if meta.RepoRoot != "" {
 		q.SetLinkBase(dir, meta.RepoRoot)
 	}

@@ -84,23 +84,21 @@ func BenchmarkPromptUnrelated(b *testing.B) {
 	}
 }
 
-// BenchmarkSSEDoneScan measures the [DONE] watcher every streamed byte passes.
-func BenchmarkSSEDoneScan(b *testing.B) {
+// BenchmarkSSEEvents measures the event reader every streamed byte passes.
+func BenchmarkSSEEvents(b *testing.B) {
 	event := "data: " + strings.Repeat(`{"choices":[{"delta":{"content":"tok"}}]}`, 2) + "\n\n"
 	payload := []byte(strings.Repeat(event, 200) + "data: [DONE]\n\n")
-	buf := make([]byte, 4096)
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
+	var e eventReader
 	for b.Loop() {
-		ex := &exchange{}
-		s := &sseBody{ReadCloser: io.NopCloser(bytes.NewReader(payload)), ex: ex}
-		for {
-			if _, err := s.Read(buf); err != nil {
-				break
-			}
+		e.reset(bytes.NewReader(payload))
+		var err error
+		for err == nil {
+			_, err = e.next()
 		}
-		if !ex.sawDone {
-			b.Fatal("[DONE] not seen")
+		if err != errDone {
+			b.Fatalf("[DONE] not seen: %v", err)
 		}
 	}
 }

@@ -13,20 +13,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// endOfStream turns go-openai's io.EOF, which it returns both after
-// "data: [DONE]" and when the body simply ends, into streamEnd, so that
-// classify decides from what the doer saw.
-func endOfStream(err error) error {
-	if errors.Is(err, io.EOF) {
-		return streamEnd{}
-	}
-	return err
-}
-
 // classify names the outcome of one request. The order matters: what the
 // server answered comes first, then the run's and the request's contexts
 // (whose errors surface as many different read errors), then the error's kind.
-func classify(err error, ex *exchange, o *outcome, runCtx, reqCtx context.Context) (Class, string) {
+func classify(err error, ex *exchange, runCtx, reqCtx context.Context) (Class, string) {
 	if s := ex.status; s != 0 && (s < 200 || s >= 300) {
 		msg := fmt.Sprintf("HTTP %d", s)
 		if err != nil {
@@ -46,12 +36,12 @@ func classify(err error, ex *exchange, o *outcome, runCtx, reqCtx context.Contex
 	}
 	if errors.As(err, new(streamEnd)) {
 		switch {
-		case !ex.sawDone && o.chunks == 0 && !isEventStream(ex.header):
+		case !ex.sawDone && ex.chunks == 0 && !isEventStream(ex.header):
 			return ClassMalformedSSE, fmt.Sprintf("a stream was asked for but the answer is Content-Type %q with no SSE events", ex.header.Get("Content-Type"))
 		case !ex.sawDone:
-			return ClassStreamCut, fmt.Sprintf("stream ended after %d chunks without data: [DONE]", o.chunks)
-		case o.finish == "":
-			return ClassStreamCut, fmt.Sprintf("stream ended with data: [DONE] after %d chunks but no finish_reason", o.chunks)
+			return ClassStreamCut, fmt.Sprintf("stream ended after %d chunks without data: [DONE]", ex.chunks)
+		case ex.finish == "":
+			return ClassStreamCut, fmt.Sprintf("stream ended with data: [DONE] after %d chunks but no finish_reason", ex.chunks)
 		default:
 			return ClassOK, ""
 		}
@@ -82,7 +72,7 @@ func classify(err error, ex *exchange, o *outcome, runCtx, reqCtx context.Contex
 		case isJSONError(err), errors.Is(err, openai.ErrTooManyEmptyStreamMessages):
 			return ClassMalformedSSE, err.Error()
 		default:
-			return ClassStreamCut, fmt.Sprintf("stream broke after %d chunks: %v", o.chunks, err)
+			return ClassStreamCut, fmt.Sprintf("stream broke after %d chunks: %v", ex.chunks, err)
 		}
 	}
 	if isJSONError(err) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {

@@ -69,10 +69,13 @@ type Result struct {
 	ErrorCode    string `json:"error_code,omitempty"`
 	// StartOffset is when the request was sent, from the run's start.
 	StartOffset time.Duration `json:"start_offset_ns"`
-	// Latency runs from send to the end of the body (or the failure).
+	// Latency runs from send (the request handed to the transport) to the
+	// arrival of the body's last byte (a stream's [DONE] line); for a failed
+	// request, from just before the request was built to the failure.
 	Latency time.Duration `json:"latency_ns"`
-	// TTFT is, for streams, the time from send to the first chunk carrying
-	// generated text (to the first chunk at all when none carried text).
+	// TTFT is, for streams, the time from send to the arrival of the first
+	// chunk carrying generated text (to the first chunk at all when none
+	// carried text), before it is decoded.
 	TTFT time.Duration `json:"ttft_ns,omitempty"`
 	// Chunks is the number of SSE data events before [DONE].
 	Chunks int `json:"chunks,omitempty"`

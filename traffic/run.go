@@ -11,9 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // Run sends the plan's requests and returns what each saw. It fails before
@@ -58,8 +55,7 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 			// so 64 workers do not contend for ctx's lock on every request.
 			workerCtx, stop := context.WithCancel(ctx)
 			defer stop()
-			ex := &exchange{}
-			workerCtx = withExchange(workerCtx, ex)
+			w := &worker{r: r, ctx: workerCtx}
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= p.Requests {
@@ -70,7 +66,7 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 					r.progress.finished(report.Results[i].Class)
 					continue
 				}
-				r.do(ctx, workerCtx, ex, i, &report.Results[i])
+				w.do(ctx, i, &report.Results[i])
 				r.progress.finished(report.Results[i].Class)
 			}
 		})
@@ -87,8 +83,11 @@ func Run(ctx context.Context, plan Plan) (*Report, error) {
 
 // runner holds what every request of one run shares.
 type runner struct {
-	plan       Plan
-	client     *openai.Client
+	plan Plan
+	// baseURL ends in /v1; auth is the Authorization header, nil without
+	// an API key.
+	baseURL    string
+	auth       []string
 	httpClient *http.Client
 	prompts    *prompter
 	capture    []headerName
@@ -120,13 +119,15 @@ func newRunner(p Plan) (*runner, error) {
 		// rather than replay a POST as GET.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	cfg := openai.DefaultConfig(p.APIKey)
-	cfg.BaseURL = base
-	cfg.HTTPClient = &doer{client: httpClient}
+	var auth []string
+	if p.APIKey != "" {
+		auth = []string{"Bearer " + p.APIKey}
+	}
 	capture := append(append([]string(nil), DefaultCaptureHeaders...), p.CaptureHeaders...)
 	return &runner{
 		plan:       p,
-		client:     openai.NewClientWithConfig(cfg),
+		baseURL:    base,
+		auth:       auth,
 		httpClient: httpClient,
 		prompts:    newPrompter(p.Prompts),
 		capture:    headerNames(capture),
@@ -193,244 +194,134 @@ func (r *runner) notSent(ctx context.Context, i int) Result {
 }
 
 // expand fills the {index} (the prompt's number), {group} and {nonce}
-// placeholders.
+// placeholders, in one pass and one allocation (strings.NewReplacer built a
+// replacer per call: most of what a request with headers allocated).
 func (r *runner) expand(v string, i, group int) string {
 	if !strings.Contains(v, "{") {
 		return v
 	}
-	return strings.NewReplacer("{index}", strconv.Itoa(i), "{group}", strconv.Itoa(group), "{nonce}", r.plan.Prompts.Nonce).Replace(v)
+	var num [20]byte
+	b := make([]byte, 0, len(v)+len(r.plan.Prompts.Nonce)+16)
+	for len(v) > 0 {
+		at := strings.IndexByte(v, '{')
+		if at < 0 {
+			return string(append(b, v...))
+		}
+		b, v = append(b, v[:at]...), v[at:]
+		switch {
+		case strings.HasPrefix(v, "{index}"):
+			b, v = append(b, strconv.AppendInt(num[:0], int64(i), 10)...), v[len("{index}"):]
+		case strings.HasPrefix(v, "{group}"):
+			b, v = append(b, strconv.AppendInt(num[:0], int64(group), 10)...), v[len("{group}"):]
+		case strings.HasPrefix(v, "{nonce}"):
+			b, v = append(b, r.plan.Prompts.Nonce...), v[len("{nonce}"):]
+		default:
+			b, v = append(b, '{'), v[1:]
+		}
+	}
+	return string(b)
 }
 
-// do sends request i through the worker's exchange ex and records the
-// outcome in res. Cancellation is judged on runCtx; the request's own context
-// derives from workerCtx, a child of it that carries ex.
-func (r *runner) do(runCtx, workerCtx context.Context, ex *exchange, i int, res *Result) {
+// do sends request i and records the outcome in res. Cancellation is judged
+// on runCtx; the request's own context derives from the worker's, a child
+// of it.
+func (w *worker) do(runCtx context.Context, i int, res *Result) {
+	r := w.r
 	n := r.plan.FirstIndex + i // the prompt's number
 	text, group := r.prompts.prompt(n)
 	*res = Result{Index: i, Group: group, Stream: r.plan.streams(i)}
-	*ex = exchange{stream: res.Stream}
+	ex := exchange{stream: res.Stream}
+	var headers map[string]string
 	if len(r.plan.Headers) > 0 {
-		ex.headers = make(map[string]string, len(r.plan.Headers))
+		headers = make(map[string]string, len(r.plan.Headers))
 		for k, v := range r.plan.Headers {
-			ex.headers[k] = r.expand(v, n, group)
+			headers[k] = r.expand(v, n, group)
 		}
-		res.HeadersSent = ex.headers
+		res.HeadersSent = headers
 	}
-	// The doer only reads extraBody, so the run's map is shared unless this
-	// request adds its own session_params.
-	ex.extraBody = r.extraBody
+	// The run's extra fields are shared unless this request adds its own
+	// session_params.
+	extra := r.extraBody
 	if len(r.plan.SessionParams) > 0 {
-		ex.extraBody = make(map[string]json.RawMessage, len(r.extraBody)+1)
+		extra = make(map[string]json.RawMessage, len(r.extraBody)+1)
 		for k, v := range r.extraBody {
-			ex.extraBody[k] = v
+			extra[k] = v
 		}
 		res.SessionParamsSent = make(map[string]string, len(r.plan.SessionParams))
 		for k, v := range r.plan.SessionParams {
 			res.SessionParamsSent[k] = r.expand(v, n, group)
 		}
 		raw, _ := json.Marshal(res.SessionParamsSent) // a map of strings always encodes
-		ex.extraBody["session_params"] = raw
+		extra["session_params"] = raw
 	}
 
 	// The deadline bounds the whole exchange: net/http's Transport ends the
 	// dial, the wait for the header and every body read once reqCtx is done,
-	// and cancelling the run ends reqCtx through workerCtx. start precedes
-	// the deadline, so a timed-out request's latency is at least
-	// RequestTimeout.
-	start := time.Now()
-	reqCtx, cancel := context.WithTimeout(workerCtx, r.plan.RequestTimeout)
+	// and cancelling the run ends reqCtx through the worker's context.
+	// begun precedes the deadline, so a timed-out request's latency is at
+	// least RequestTimeout.
+	begun := time.Now()
+	reqCtx, cancel := context.WithTimeout(w.ctx, r.plan.RequestTimeout)
 	defer cancel()
-	res.StartOffset = start.Sub(r.start)
-	o := &ex.outcome
-	o.start = start
-	var err error
-	switch {
-	case r.plan.Endpoint == EndpointCompletions && res.Stream:
-		err = r.completionStream(reqCtx, text, o)
-	case r.plan.Endpoint == EndpointCompletions:
-		err = r.completion(reqCtx, text, o)
-	case res.Stream:
-		err = r.chatStream(reqCtx, text, o)
-	default:
-		err = r.chat(reqCtx, text, o)
+	req, err := w.request(reqCtx, &ex, text, headers, extra)
+	if err == nil {
+		err = w.exchange(req, &ex)
 	}
-	res.Latency = time.Since(start)
-	o.fill(res)
+	res.Class, res.Error = classify(err, &ex, runCtx, reqCtx)
+	res.StartOffset = begun.Sub(r.start)
+	if !ex.sentAt.IsZero() {
+		res.StartOffset = ex.sentAt.Sub(r.start)
+	}
+	// A request that finished is timed from the moment it went to the
+	// transport to the moment its last byte arrived (arrivalClock): encoding
+	// before and decoding after are the driver's, not the server's.
+	// Anything else is timed until now.
+	if res.Class == ClassOK {
+		res.Latency = ex.end.Sub(ex.sentAt)
+	} else {
+		res.Latency = time.Since(begun)
+	}
+	ex.fill(res)
 	res.Status = ex.status
 	res.ResponseHeaders = capture(ex.header, r.capture)
 	res.RequestID = res.ResponseHeaders["x-request-id"]
 	res.InferencePod = res.ResponseHeaders["x-inference-pod"]
-	res.ErrorBody = ex.errBody.String()
-	res.Class, res.Error = classify(err, ex, o, runCtx, reqCtx)
+	res.ErrorBody = ""
+	if ex.status != 0 && (ex.status < 200 || ex.status >= 300) {
+		res.ErrorBody = w.errBody.String()
+	}
 	if res.Class != ClassOK && res.Class != ClassStreamError && res.ErrorBody != "" {
-		res.ErrorType, res.ErrorMessage, res.ErrorCode = parseErrorBody(ex.errBody.Bytes())
+		res.ErrorType, res.ErrorMessage, res.ErrorCode = parseErrorBody(w.errBody.Bytes())
+		if res.ErrorMessage != "" {
+			res.Error += ": " + res.ErrorMessage
+		}
 	}
 	if res.Class == ClassStreamError {
 		res.ErrorType, res.ErrorMessage, res.ErrorCode = apiErrorFields(err)
 	}
 }
 
-// outcome accumulates what the answer carried.
-type outcome struct {
-	start     time.Time
-	ttft      time.Duration
-	firstSeen time.Duration
-	chunks    int
-	chars     int
-	finish    string
-	id        string
-	usage     *Usage
-}
-
-// chunkSeen records that a stream event arrived.
-func (o *outcome) chunkSeen() {
-	if o.chunks == 0 {
-		o.firstSeen = time.Since(o.start)
-	}
-	o.chunks++
-}
-
-// text records generated text; the first non-empty piece sets TTFT.
-func (o *outcome) text(s string) {
-	if s == "" {
-		return
-	}
-	if o.ttft == 0 {
-		o.ttft = time.Since(o.start)
-	}
-	o.chars += utf8.RuneCountInString(s)
-}
-
-func (o *outcome) setFinish(f string) {
-	if f != "" && f != string(openai.FinishReasonNull) {
-		o.finish = f
-	}
-}
-
-func (o *outcome) setUsage(u *openai.Usage) {
-	if u == nil || (u.PromptTokens == 0 && u.CompletionTokens == 0) {
-		return
-	}
-	o.usage = &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
-	if u.PromptTokensDetails != nil {
-		o.usage.CachedTokens = u.PromptTokensDetails.CachedTokens
-	}
-}
-
-func (o *outcome) fill(res *Result) {
-	res.Chunks = o.chunks
-	res.TextChars = o.chars
-	res.FinishReason = o.finish
-	res.ResponseID = o.id
-	res.Usage = o.usage
+// fill copies what the answer carried into res. A stream's TTFT runs from
+// the send to the arrival of its first event with text (its first event at
+// all when none had text).
+func (ex *exchange) fill(res *Result) {
+	res.Chunks = ex.chunks
+	res.TextChars = ex.chars
+	res.FinishReason = ex.finish
+	res.ResponseID = ex.id
+	res.Usage = ex.usage
 	if res.Stream {
-		res.TTFT = o.ttft
-		if res.TTFT == 0 {
-			res.TTFT = o.firstSeen
+		switch {
+		case !ex.firstText.IsZero():
+			res.TTFT = ex.firstText.Sub(ex.sentAt)
+		case !ex.firstEvent.IsZero():
+			res.TTFT = ex.firstEvent.Sub(ex.sentAt)
 		}
 	}
 }
 
-func (r *runner) streamOptions() *openai.StreamOptions {
-	if !r.plan.IncludeUsage {
-		return nil
-	}
-	return &openai.StreamOptions{IncludeUsage: true}
-}
-
-func (r *runner) chatRequest(text string) openai.ChatCompletionRequest {
-	return openai.ChatCompletionRequest{
-		Model:     r.plan.Model,
-		Messages:  []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: text}},
-		MaxTokens: r.plan.MaxTokens,
-	}
-}
-
-func (r *runner) completionRequest(text string) openai.CompletionRequest {
-	return openai.CompletionRequest{Model: r.plan.Model, Prompt: text, MaxTokens: r.plan.MaxTokens}
-}
-
-func (r *runner) chat(ctx context.Context, text string, o *outcome) error {
-	resp, err := r.client.CreateChatCompletion(ctx, r.chatRequest(text))
-	if err != nil {
-		return err
-	}
-	o.id = resp.ID
-	for _, c := range resp.Choices {
-		o.chars += utf8.RuneCountInString(c.Message.Content) + utf8.RuneCountInString(c.Message.ReasoningContent)
-		o.setFinish(string(c.FinishReason))
-	}
-	o.setUsage(&resp.Usage)
-	return nil
-}
-
-func (r *runner) completion(ctx context.Context, text string, o *outcome) error {
-	resp, err := r.client.CreateCompletion(ctx, r.completionRequest(text))
-	if err != nil {
-		return err
-	}
-	o.id = resp.ID
-	for _, c := range resp.Choices {
-		o.chars += utf8.RuneCountInString(c.Text)
-		o.setFinish(c.FinishReason)
-	}
-	o.setUsage(resp.Usage)
-	return nil
-}
-
-// streamEnd is returned by a stream loop that ended at EOF; classify decides
-// from the exchange whether that was [DONE] or a cut.
+// streamEnd is returned when a stream's body ended; classify decides from
+// the exchange whether that was after [DONE] or a cut.
 type streamEnd struct{}
 
 func (streamEnd) Error() string { return "stream ended" }
-
-func (r *runner) chatStream(ctx context.Context, text string, o *outcome) error {
-	req := r.chatRequest(text)
-	req.StreamOptions = r.streamOptions()
-	stream, err := r.client.CreateChatCompletionStream(ctx, req)
-	if err != nil {
-		return err
-	}
-	defer stream.Close()
-	for {
-		chunk, err := stream.Recv()
-		if err != nil {
-			return endOfStream(err)
-		}
-		o.chunkSeen()
-		for _, c := range chunk.Choices {
-			o.text(c.Delta.Content)
-			o.text(c.Delta.ReasoningContent)
-			o.setFinish(string(c.FinishReason))
-		}
-		if o.id == "" {
-			o.id = chunk.ID
-		}
-		o.setUsage(chunk.Usage)
-	}
-}
-
-func (r *runner) completionStream(ctx context.Context, text string, o *outcome) error {
-	req := r.completionRequest(text)
-	req.StreamOptions = r.streamOptions()
-	stream, err := r.client.CreateCompletionStream(ctx, req)
-	if err != nil {
-		return err
-	}
-	defer stream.Close()
-	for {
-		chunk, err := stream.Recv()
-		if err != nil {
-			return endOfStream(err)
-		}
-		o.chunkSeen()
-		for _, c := range chunk.Choices {
-			o.text(c.Text)
-			o.setFinish(c.FinishReason)
-		}
-		if o.id == "" {
-			o.id = chunk.ID
-		}
-		o.setUsage(chunk.Usage)
-	}
-}

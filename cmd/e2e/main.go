@@ -1,7 +1,9 @@
 // Command e2e runs the routing suite for make e2e, make qualify and make
 // repeat: it checks the label filter before anything starts, compiles the
-// suite with a visible step, runs Ginkgo on it with a live traffic line,
-// and ends with a summary of what failed and why.
+// suite with a visible step, measures the traffic driver's own overhead on
+// this machine when the run can select the concurrency claim (overhead.go),
+// runs Ginkgo on it with a live traffic line, and ends with a summary of
+// what failed and why.
 //
 //	e2e run     [flags]                          the suite once (make e2e)
 //	e2e qualify -version V [-baseline B] [flags] documented and extended claims, then a bundle (make qualify)
@@ -41,6 +43,9 @@ func run(ctx context.Context, args []string, out io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(out, usage)
 		return 2
+	}
+	if args[0] == "overhead-server" {
+		return overheadServer(ctx, args[1:])
 	}
 	fs := flag.NewFlagSet("e2e "+args[0], flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -118,6 +123,9 @@ func runOnce(ctx context.Context, o suiterun.Options) int {
 	if !ok {
 		return 2
 	}
+	if !calibrate(ctx, o, filepath.Join(o.Artifacts, report.FileDriverOverhead)) {
+		return 130
+	}
 	res, err := s.Run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(o.Out, "e2e:", err)
@@ -172,6 +180,9 @@ func qualify(ctx context.Context, o suiterun.Options, version, baselinePath stri
 	if err := os.RemoveAll(o.Artifacts); err != nil {
 		fmt.Fprintln(o.Out, "qualify:", err)
 		return 1
+	}
+	if !calibrate(ctx, o, filepath.Join(o.Artifacts, report.FileDriverOverhead)) {
+		return 130
 	}
 	res, err := s.Run(ctx, o)
 	if err != nil {
@@ -246,6 +257,9 @@ func repeat(ctx context.Context, o suiterun.Options, n int) int {
 	if err := os.RemoveAll(top); err != nil {
 		fmt.Fprintln(out, "repeat:", err)
 		return 1
+	}
+	if !calibrate(ctx, o, filepath.Join(top, report.FileDriverOverhead)) {
+		return 130
 	}
 	var reports []*report.Report
 	for i := 1; i <= n; i++ {

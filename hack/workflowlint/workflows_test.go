@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -178,7 +179,7 @@ func TestCIRunsMakeTestOnPushAndPullRequest(t *testing.T) {
 			t.Errorf("ci.yml does not run on %s", name)
 		}
 	}
-	j := onlyJob(t, w)
+	j := jobRunning(t, w, `\bmake test(\s|$)`)
 	if l := labels(j); len(l) != 1 || !strings.HasPrefix(l[0], "ubuntu-") {
 		t.Errorf("ci.yml runs-on %v, want one GitHub-hosted ubuntu runner", l)
 	}
@@ -196,6 +197,52 @@ func TestCIRunsMakeTestOnPushAndPullRequest(t *testing.T) {
 	if in := with["cache"]; in == nil || in.Value.Value != "true" {
 		t.Error("ci.yml does not cache modules and builds")
 	}
+}
+
+// The apiserver tier runs in ci.yml as a job of its own, as root through the
+// hosted runner's sudo with the Go environment and CI=true handed over
+// (sudo -E), and uploads its reports and log when it fails.
+func TestCIRunsTheAPIServerTierAsRoot(t *testing.T) {
+	w := parse(t, "ci.yml")
+	j := jobRunning(t, w, `\bmake test-apiserver\b`)
+	if l := labels(j); len(l) != 1 || !strings.HasPrefix(l[0], "ubuntu-") {
+		t.Errorf("the apiserver job runs-on %v, want one GitHub-hosted ubuntu runner (passwordless sudo)", l)
+	}
+	script := findStep(j, "make test-apiserver").Exec.(*actionlint.ExecRun).Run.Value
+	for _, want := range []string{"sudo -E ", `"PATH=$PATH"`, "GOCACHE=", "GOMODCACHE=", "set -o pipefail"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("the make test-apiserver step lacks %q:\n%s", want, script)
+		}
+	}
+	if strings.Contains(script, "CI=") || strings.Contains(script, "|| true") {
+		t.Errorf("the step overrides CI or its status: a skipped tier must fail the job:\n%s", script)
+	}
+	if findStep(j, "actions/setup-go@") == nil || findStep(j, "cd test/apiserver && go mod download") == nil {
+		t.Error("the apiserver job does not set up Go and the tier's modules")
+	}
+	up := findStep(j, "actions/upload-artifact@")
+	if up == nil || up.If == nil || !strings.Contains(up.If.Value, "failure()") {
+		t.Error("the apiserver job does not upload its evidence when it fails")
+	}
+}
+
+// jobRunning is the one job with a run: step whose script matches pattern.
+func jobRunning(t *testing.T, w *actionlint.Workflow, pattern string) *actionlint.Job {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	var found []*actionlint.Job
+	for _, j := range w.Jobs {
+		if slices.ContainsFunc(j.Steps, func(st *actionlint.Step) bool {
+			run, ok := st.Exec.(*actionlint.ExecRun)
+			return ok && run.Run != nil && re.MatchString(run.Run.Value)
+		}) {
+			found = append(found, j)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d jobs run %s, want one", len(found), pattern)
+	}
+	return found[0]
 }
 
 func TestNightlyQualifiesOnAGPURunner(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,6 +20,10 @@ var (
 	flagConfig    = flag.String("e2e.config", "", "the suite config (default: e2e.yaml at the repository root; $E2E_CONFIG wins)")
 	flagArtifacts = flag.String("e2e.artifacts", "", "artifacts directory (default: $ARTIFACTS, then e2e.yaml's artifacts)")
 )
+
+// targetReached is set once this process's preflight reached the target;
+// the run-namespace cleanup of a run that never did has nothing to delete.
+var targetReached atomic.Bool
 
 // shared is what process 1 hands every process after the one-time setup.
 type shared struct {
@@ -52,8 +57,14 @@ func (r *Registry) Suite() bool {
 		if cfg.Target != config.TargetSim && !cfg.SkipCleanup {
 			// Runs after every process is done: the safety net for specs that
 			// were interrupted before their own cleanup.
-			DeferCleanup(func(ctx SpecContext) error { return deleteRunNamespaces(ctx, cfg, s) },
-				NodeTimeout(IntervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
+			DeferCleanup(func(ctx SpecContext) error {
+				if !targetReached.Load() {
+					// The preflight said why in one line; nothing was created.
+					GinkgoWriter.Println("the target was never reached: no run namespaces to delete")
+					return nil
+				}
+				return deleteRunNamespaces(ctx, cfg, s)
+			}, NodeTimeout(IntervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
 		}
 		b, err := json.Marshal(s)
 		Expect(err).NotTo(HaveOccurred())
@@ -67,6 +78,7 @@ func (r *Registry) Suite() bool {
 		if err != nil {
 			Fail(fmt.Sprintf("cannot reach the %s target: %v", cfg.Target, err))
 		}
+		targetReached.Store(true)
 		DeferCleanup(func(ctx SpecContext) error { return cluster.Close(ctx) }, NodeTimeout(IntervalOf(cfg, config.SpecDefault, config.OpWaitDeleted).Timeout.D()))
 		env, err := cluster.Describe(ctx)
 		if err != nil {

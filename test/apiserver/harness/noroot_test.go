@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -19,7 +20,8 @@ const nobody = 65534
 
 // This test binary run again as an unprivileged user skips TestHarness with
 // one line saying root is missing, exits 0, and starts nothing: never a
-// silent pass, never a failure on a machine that cannot run the tier.
+// silent pass, never a failure on a machine that cannot run the tier; under
+// CI=true it fails with that reason instead.
 func TestSkipsWithOneLineWithoutRoot(t *testing.T) {
 	netns.Require(t) // root, inside the tier's namespace: able to drop to nobody
 	self, err := os.Executable()
@@ -39,24 +41,31 @@ func TestSkipsWithOneLineWithoutRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestHarness$", "-test.v")
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	// The run must decide for itself: none of the parent's netns hand-over.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "RC_APISERVER_NETNS_") {
-			cmd.Env = append(cmd.Env, kv)
+	run := func(env ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "-test.run=^TestHarness$", "-test.v")
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		// The run must decide for itself: none of the parent's netns
+		// hand-over, and CI only as the case sets it.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "RC_APISERVER_NETNS_") && !strings.HasPrefix(kv, "CI=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
 		}
+		cmd.Env = append(cmd.Env, env...)
+		out, err := cmd.CombinedOutput()
+		t.Logf("as uid %d with %v:\n%s", nobody, env, out)
+		return string(out), err
 	}
-	out, err := cmd.CombinedOutput()
-	t.Logf("as uid %d:\n%s", nobody, out)
+	const reason = "needs root to create a private network namespace (unshare --net); run `make test-apiserver` as root"
+
+	text, err := run()
 	if err != nil {
 		t.Fatalf("the unprivileged run failed: %v", err)
 	}
-	const line = "apiserver tier skipped: needs root to create a private network namespace (unshare --net); run `make test-apiserver` as root"
-	text := string(out)
+	line := "apiserver tier skipped: " + reason
 	if n := strings.Count(text, line+"\n"); n != 2 { // Main's line, then the skip's
 		t.Errorf("%q appears %d times, want Main's line and TestHarness's skip", line, n)
 	}
@@ -65,6 +74,16 @@ func TestSkipsWithOneLineWithoutRoot(t *testing.T) {
 	}
 	if strings.Contains(text, "kube-apiserver") {
 		t.Errorf("the unprivileged run started a control plane")
+	}
+
+	// Under CI=true the same run fails with the reason and runs nothing.
+	text, err = run("CI=true")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("under CI=true the unprivileged run ended with %v, want exit status 1", err)
+	}
+	if want := netns.CIFailure(reason) + "\n"; !strings.Contains(text, want) || strings.Contains(text, "--- ") {
+		t.Errorf("under CI=true want only %q, got:\n%s", want, text)
 	}
 }
 

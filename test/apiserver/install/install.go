@@ -1,14 +1,22 @@
 // Package install puts on an API server what gpustack-operator and Kueue would
 // have installed for the suite: the ModelDeployment and InstanceType CRDs with
 // the operator's schema, Kueue's LocalQueue CRD, and one accelerated, Active
-// InstanceType. The objects are YAML data under manifests/, each citing its
-// source.
+// InstanceType. The operator's objects are YAML data under manifests/, written
+// by this project from the facts docs/operator.md records, each citing its
+// source. Kueue's CRD is Kueue's own file, read from the sigs.k8s.io/kueue
+// module this module requires (go.mod pins its version, go.sum its hash), so
+// no copy of it lives here.
 package install
 
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,11 +35,21 @@ var manifests embed.FS
 const (
 	ModelDeploymentCRD = "manifests/modeldeployments.yaml"
 	InstanceTypeCRD    = "manifests/instancetypes.yaml"
-	LocalQueueCRD      = "manifests/localqueues.yaml"
 	SimInstanceType    = "manifests/instancetype-sim-gpu.yaml"
 )
 
-// CRDs lists the CustomResourceDefinitions CRDs installs.
+// LocalQueueCRD names Kueue's LocalQueue CRD: a file of the KueueModule.
+// It serves v1beta1 and v1beta2 (storage); without Kueue's conversion
+// webhook the API server converts between them by apiVersion alone, which is
+// all the tier needs: the kube target creates LocalQueues and the operator's
+// Pods name them.
+const (
+	KueueModule   = "sigs.k8s.io/kueue"
+	LocalQueueCRD = "config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml"
+)
+
+// CRDs lists the CustomResourceDefinitions All installs: the embedded
+// manifests, then LocalQueueCRD.
 var CRDs = []string{ModelDeploymentCRD, InstanceTypeCRD, LocalQueueCRD}
 
 // establishTimeout bounds the wait for a CRD to be served; the API server
@@ -43,9 +61,15 @@ var (
 	gvrInstanceType = schema.GroupVersionResource{Group: "worker.gpustack.ai", Version: "v1alpha1", Resource: "instancetypes"}
 )
 
-// Read decodes one embedded manifest.
+// Read decodes one embedded manifest, or LocalQueueCRD from the Kueue module.
 func Read(name string) (*unstructured.Unstructured, error) {
-	b, err := manifests.ReadFile(name)
+	var b []byte
+	var err error
+	if name == LocalQueueCRD {
+		b, err = ReadModuleFile(KueueModule, name)
+	} else {
+		b, err = manifests.ReadFile(name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -127,4 +151,79 @@ func installInstanceType(ctx context.Context, dyn dynamic.Interface) (*unstructu
 		return nil, fmt.Errorf("write status of InstanceType %s: %w", it.GetName(), err)
 	}
 	return updated, nil
+}
+
+// Module is a required module as `go mod download -json` reports it.
+type Module struct {
+	Path    string
+	Version string
+	Dir     string
+	Sum     string
+	Error   string
+}
+
+// DownloadModule asks the go command where the module path is, at the
+// version this module's go.mod requires, checked against go.sum. It reads
+// the module cache only (GOPROXY=off: the tier runs in a namespace without a
+// network); building this module's tests, which import the module, put it
+// there.
+func DownloadModule(path string) (Module, error) {
+	cmd := exec.Command(goCommand(), "mod", "download", "-json", path)
+	cmd.Dir = moduleDir()
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly")
+	out, err := cmd.Output()
+	var m Module
+	if jerr := json.Unmarshal(out, &m); jerr != nil {
+		return m, fmt.Errorf("go mod download %s: %v (%v)", path, err, jerr)
+	}
+	if m.Error != "" || err != nil {
+		return m, fmt.Errorf("go mod download %s: %s %v", path, m.Error, err)
+	}
+	return m, nil
+}
+
+// ReadModuleFile reads name inside the required module path.
+func ReadModuleFile(path, name string) ([]byte, error) {
+	m, err := DownloadModule(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(m.Dir, filepath.FromSlash(name)))
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: %w", path, m.Version, err)
+	}
+	return b, nil
+}
+
+// goCommand is the go command that runs the tests ($GOROOT/bin/go), else
+// the one on PATH.
+func goCommand() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	return "go"
+}
+
+// moduleDir is this module's root: the go command resolves the required
+// version there. A test runs in its package's directory, below it.
+func moduleDir() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/gpustack/routing-conformance/test/apiserver\n") {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

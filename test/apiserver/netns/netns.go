@@ -8,7 +8,8 @@
 // adds the Pod range to it and runs the tests there; when the child ends it
 // checks that no process still holds the namespace. Without root or those
 // tools it prints one line saying what is missing, and every test that calls
-// Require skips with that line: never a silent pass.
+// Require skips with that line: never a silent pass. Under CI=true a tier
+// that cannot run is a failure instead: Main prints the line and exits 1.
 package netns
 
 import (
@@ -51,6 +52,10 @@ func Main(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	if reason := Missing(); reason != "" {
+		if InCI() {
+			fmt.Printf("%s\n", CIFailure(reason))
+			os.Exit(1)
+		}
 		skipReason = reason
 		fmt.Printf("apiserver tier skipped: %s\n", reason)
 		os.Exit(m.Run())
@@ -68,6 +73,15 @@ func Require(t testing.TB) {
 	if os.Getenv(envInside) != "1" {
 		t.Fatal("netns: this test must run through netns.Main in its package's TestMain")
 	}
+}
+
+// InCI reports whether this is a CI run (CI=true, as GitHub Actions and the
+// project's .ci/run set it), where a tier that cannot run must fail.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// CIFailure is the line a CI run that cannot run the tier fails with.
+func CIFailure(reason string) string {
+	return "apiserver tier FAILED: CI=true and the tier cannot run here: " + reason
 }
 
 // Missing says what this machine lacks for the tier, or "" when it has all of
