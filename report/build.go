@@ -65,6 +65,7 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 		out.SuiteFailures = appendUnique(out.SuiteFailures, suiteReason(reason))
 	}
 	out.Environment.Cost = costSummary(r, out.Environment.Target)
+	out.Environment.Edits = editSummary(r)
 	// Suite-level nodes (BeforeSuite, ReportAfterSuite...) only matter when
 	// they fail; read first, as they change what an unrun spec's reason is.
 	for _, sr := range r.SpecReports {

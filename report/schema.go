@@ -110,6 +110,9 @@ type Environment struct {
 	Notes             []string     `json:"notes,omitempty"`
 	// Cost is what the run's deployments held of the target.
 	Cost CostSummary `json:"cost"`
+	// Edits are the framework's edits of router args, and the guard's
+	// fallback when one replaced an engine Pod.
+	Edits EditSummary `json:"edits"`
 	// Block is the environment as the report shows it: ordered, each fact
 	// once.
 	Block []EnvRow `json:"block"`

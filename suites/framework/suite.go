@@ -72,7 +72,7 @@ func (r *Registry) Suite() bool {
 		if err != nil {
 			Fail(fmt.Sprintf("cannot describe the %s target: %v", cfg.Target, err))
 		}
-		suite = Target{Config: cfg, Cluster: cluster, Env: env}
+		suite = Target{Config: cfg, Cluster: cluster, Env: env, RunID: s.RunID}
 		GinkgoWriter.Printf("target %s: %d pairs supported\n", env.Target, countSupported(env))
 	})
 
