@@ -65,7 +65,9 @@ func TestARefusedValueEditedInAndBack(t *testing.T) {
 		t.Fatalf("WaitReady after the refused value = %v, want it to stop on md-router-bad's exit 2", err)
 	}
 
-	p.onPatch = func() { _ = e.kube.CoreV1().Pods(d.ns).Delete(context.Background(), "md-router-bad", metav1.DeleteOptions{}) }
+	p.onPatch = func() {
+		_ = e.kube.CoreV1().Pods(d.ns).Delete(context.Background(), "md-router-bad", metav1.DeleteOptions{})
+	}
 	if err := d.Update(context.Background(), func(md *api.ModelDeployment) { md.Spec.Router.ExtraArgs = nil }); err != nil {
 		t.Fatalf("Update back: %v", err)
 	}
