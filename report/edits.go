@@ -77,8 +77,8 @@ func (x EditGuard) Describe() string { return x.Line }
 
 // EditSummary is what the run's edits of router args came to.
 type EditSummary struct {
-	// Edits counts the framework's edits of spec.router.extraArgs, refused
-	// values (edited in and back) included.
+	// Edits counts the framework's edits of spec.router.extraArgs, a
+	// refused value two (in and back), as the plan counts them.
 	Edits int `json:"edits"`
 	// EnginesReplaced counts those after which an engine Pod had a new UID.
 	EnginesReplaced int `json:"enginesReplaced"`
@@ -100,6 +100,9 @@ func editSummary(r types.Report) EditSummary {
 					continue
 				}
 				out.Edits++
+				if x.Refused {
+					out.Edits++
+				}
 				if !x.EnginesKept {
 					out.EnginesReplaced++
 				}

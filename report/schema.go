@@ -140,6 +140,9 @@ type CostSummary struct {
 	AcceleratorSecondsNotApplicable string `json:"acceleratorSecondsNotApplicable,omitempty"`
 	// NotCounted says why figures are missing, one line per distinct reason.
 	NotCounted []string `json:"notCounted,omitempty"`
+	// Projected is what the run's plan projected under the cost model of
+	// e2e.yaml (as make plan prints it), to set beside the figures above.
+	Projected *CostProjection `json:"projected,omitempty"`
 }
 
 // EngineInfo is one engine's version and image.

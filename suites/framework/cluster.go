@@ -131,3 +131,15 @@ func newRunID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// FreeAccelerators reads, without creating anything, the InstanceType a
+// kube or kind run of cfg would use (e2e.yaml's, else the Active
+// accelerated one with the most free) and its free accelerators: what
+// make plan checks the projected peak against.
+func FreeAccelerators(ctx context.Context, cfg *config.Config) (kube.InstanceType, error) {
+	c, err := kube.New(kubeOptions(cfg, shared{}))
+	if err != nil {
+		return kube.InstanceType{}, err
+	}
+	return c.Capacity(ctx, 0)
+}

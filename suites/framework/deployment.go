@@ -56,7 +56,13 @@ func NewPairDeployment(p api.Pair, d Deployment, name string) *PairDeployment {
 // options are the fixture options the deployment is built with, its
 // router args being args.
 func (d *PairDeployment) options(args []string) []fixtures.Option {
-	opts := []fixtures.Option{fixtures.WithName(d.Name), fixtures.WithRouterArgs(args...)}
+	return deploymentOptions(d.Name, d.Deployment, args)
+}
+
+// deploymentOptions are the fixture options of deployment d named name
+// with router args args.
+func deploymentOptions(name string, d Deployment, args []string) []fixtures.Option {
+	opts := []fixtures.Option{fixtures.WithName(name), fixtures.WithRouterArgs(args...)}
 	if d.Replicas > 0 {
 		opts = append(opts, fixtures.WithReplicas(d.Replicas))
 	}
