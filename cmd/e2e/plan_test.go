@@ -45,7 +45,9 @@ func TestPlanPrintsTheDeploymentsAndTheirCost(t *testing.T) {
 // accelerators: one line says what it needs and what is free.
 func TestPlanChecksThePeakAgainstTheFreeAccelerators(t *testing.T) {
 	free := func(n int64) func(context.Context, *config.Config) (int64, string, error) {
-		return func(context.Context, *config.Config) (int64, string, error) { return n, "InstanceType h20 (NVIDIA H20)", nil }
+		return func(context.Context, *config.Config) (int64, string, error) {
+			return n, "InstanceType h20 (NVIDIA H20)", nil
+		}
 	}
 	var out bytes.Buffer
 	if rc := plan(context.Background(), planOptions(t, &out, "kube", "claim:documented", 2), free(2)); rc != 1 {
@@ -60,7 +62,9 @@ func TestPlanChecksThePeakAgainstTheFreeAccelerators(t *testing.T) {
 		t.Errorf("plan = %d:\n%s", rc, out.String())
 	}
 	out.Reset()
-	unreachable := func(context.Context, *config.Config) (int64, string, error) { return 0, "", errors.New("no kubeconfig") }
+	unreachable := func(context.Context, *config.Config) (int64, string, error) {
+		return 0, "", errors.New("no kubeconfig")
+	}
 	if rc := plan(context.Background(), planOptions(t, &out, "kube", "", 1), unreachable); rc != 1 ||
 		!strings.Contains(out.String(), "free accelerators not read: no kubeconfig") {
 		t.Errorf("plan = %d:\n%s", rc, out.String())
