@@ -74,9 +74,9 @@ qualify: e2e-runner ## the documented and extended claims, bundled: make qualify
 repeat: e2e-runner ## run the suite N times (N=20) and name the flaky specs: "runs: 20, flaky specs: 0"
 	@bin/e2e repeat $(E2E_FLAGS) -n=$(N)
 
-reliability: ## on the sim: Ctrl-C mid-traffic ends within 30 s with a partial report and nothing left running
-	@echo "reliability: interrupting make e2e during traffic"
-	E2E_RELIABILITY=1 $(GO) test -count=1 -timeout 15m -run '^TestInterrupt' -v ./cmd/e2e
+reliability: ## on the sim: Ctrl-C mid-traffic ends within 30 s with a partial report and nothing left running; an operator whose router edits replace engines trips the edit guard
+	@echo "reliability: interrupting make e2e during traffic; the edit guard against an operator that replaces engines on a router edit"
+	E2E_RELIABILITY=1 $(GO) test -count=1 -timeout 15m -run '^(TestInterrupt|TestEditGuard)' -v ./cmd/e2e
 
 test-apiserver: ## the kube target against a real kube-apiserver, in a private network namespace (root; test/apiserver/README.md)
 	@cd test/apiserver && missing=$$($(GO) run ./netns/cmd/missing) && \

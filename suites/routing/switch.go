@@ -127,13 +127,14 @@ func SwitchSpec(input func() SwitchSpecInput) {
 		after := framework.ReplicaUIDs(in.Replicas(ctx, dep))
 		measured = append(measured, fmt.Sprintf("engine Pods unchanged: %v", maps.Equal(engines, after)))
 		in.Record(in.Row.Summary, strings.Join(measured, "; "))
+		// The suite's own edits of this pair's router args in the run are
+		// the same claim: one that replaced an engine Pod fails it, with
+		// the edit guard's line, whatever this spec's edits did.
+		in.ExpectEditsKeptEngines()
 		for _, c := range checks {
 			c()
 		}
 		Expect(after).To(assertions.HavePodsReplaced(engines), "engine Pods before the edits and after: a router edit must not replace engines")
-		// The framework's own edits of this pair's router args in the run
-		// are the same claim: one that replaced an engine Pod fails it.
-		in.ExpectEditsKeptEngines()
 	})
 }
 
