@@ -16,13 +16,7 @@ import (
 // after the new one is Ready: Update and then WaitReady must end with the
 // new Pod alone, not with both (seen once on the API-server tier).
 func TestAfterAnEditReadyMeansTheNewRouterPodAlone(t *testing.T) {
-	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "4", "q"))
-	d := deployed(t, e, "md")
-	e.setStatus(d.ns, d.name, readyStatus(d.name, true, 2), 0)
-	e.addPod(routerPod(d.ns, d.name, "md-router-old", "u-old"))
-	if err := waitReadyBounded(d); err != nil {
-		t.Fatal(err)
-	}
+	e, d := readyWithRouter(t, "md-router-old", "u-old")
 	var p patches
 	p.onPatch = func() {
 		e.addPod(routerPod(d.ns, d.name, "md-router-new", "u-new"))
@@ -47,13 +41,7 @@ func TestAfterAnEditReadyMeansTheNewRouterPodAlone(t *testing.T) {
 // for Ready. Edited back, the Deployment controller reuses the old
 // revision: no new Pod comes, and Ready is the old Pod alone again.
 func TestARefusedValueEditedInAndBack(t *testing.T) {
-	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "4", "q"))
-	d := deployed(t, e, "md")
-	e.setStatus(d.ns, d.name, readyStatus(d.name, true, 2), 0)
-	e.addPod(routerPod(d.ns, d.name, "md-router-old", "u-old"))
-	if err := waitReadyBounded(d); err != nil {
-		t.Fatal(err)
-	}
+	e, d := readyWithRouter(t, "md-router-old", "u-old")
 	var p patches
 	p.onPatch = func() { e.addPod(routerPod(d.ns, d.name, "md-router-bad", "u-bad", crashLooping(2))) }
 	p.install(e)
@@ -78,6 +66,20 @@ func TestARefusedValueEditedInAndBack(t *testing.T) {
 	if len(st) != 1 || st[0].UID != "u-old" {
 		t.Fatalf("router Pods after the edit back: %+v, want the old one alone", st)
 	}
+}
+
+// readyWithRouter is a Ready deployment with one router Pod, waited for
+// once (so its revision is known as the creation's).
+func readyWithRouter(t *testing.T, pod, uid string) (*fakeEnv, *Deployment) {
+	t.Helper()
+	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "4", "q"))
+	d := deployed(t, e, "md")
+	e.setStatus(d.ns, d.name, readyStatus(d.name, true, 2), 0)
+	e.addPod(routerPod(d.ns, d.name, pod, uid))
+	if err := waitReadyBounded(d); err != nil {
+		t.Fatal(err)
+	}
+	return e, d
 }
 
 func TestRouterRevisionsTellEachWriteFromTheOnesBefore(t *testing.T) {

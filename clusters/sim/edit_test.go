@@ -18,11 +18,7 @@ func engineUIDs(t *testing.T, d clusters.Deployment) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
-	for _, r := range rs {
-		out[r.Name] = r.UID
-	}
-	return out
+	return clusters.ReplicaUIDs(rs)
 }
 
 // Right after an edit the readiness gate still holds through the old

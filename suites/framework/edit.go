@@ -83,7 +83,7 @@ func (d *PairDeployment) snapshot(ctx context.Context) ([]string, map[string]str
 	Expect(err).NotTo(HaveOccurred())
 	rs, err := d.dep.Replicas(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	return slices.Clone(obj.Spec.Router.ExtraArgs), ReplicaUIDs(rs), RouterUIDs(ctx, d.dep)
+	return slices.Clone(obj.Spec.Router.ExtraArgs), clusters.ReplicaUIDs(rs), RouterUIDs(ctx, d.dep)
 }
 
 // RouterEdit is one edit of a deployment's router args as the guard saw it.
@@ -95,7 +95,7 @@ func (d *PairDeployment) checkEngines(ctx context.Context, t Target, claim strin
 	GinkgoHelper()
 	rs, err := d.dep.Replicas(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	after := ReplicaUIDs(rs)
+	after := clusters.ReplicaUIDs(rs)
 	e.Claim, e.Pair, e.Deployment, e.EnginesKept = claim, d.Pair.String(), d.dep.Name(), maps.Equal(before, after)
 	if !e.EnginesKept {
 		e.Replaced = replacedWords(before, after)

@@ -105,7 +105,7 @@ func SwitchSpec(input func() SwitchSpecInput) {
 		obj, err := dep.Object(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		created := slices.Clone(obj.Spec.Router.ExtraArgs)
-		engines := framework.ReplicaUIDs(in.Replicas(ctx, dep))
+		engines := clusters.ReplicaUIDs(in.Replicas(ctx, dep))
 		base, err := dep.OpenAIBaseURL(ctx)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -124,7 +124,7 @@ func SwitchSpec(input func() SwitchSpecInput) {
 			measured = append(measured, words)
 			checks = append(checks, check)
 		}
-		after := framework.ReplicaUIDs(in.Replicas(ctx, dep))
+		after := clusters.ReplicaUIDs(in.Replicas(ctx, dep))
 		measured = append(measured, fmt.Sprintf("engine Pods unchanged: %v", maps.Equal(engines, after)))
 		in.Record(in.Row.Summary, strings.Join(measured, "; "))
 		// The suite's own edits of this pair's router args in the run are

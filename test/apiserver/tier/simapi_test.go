@@ -256,11 +256,7 @@ func engineUIDs(ctx context.Context, t *testing.T, d clusters.Deployment) map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
-	for _, r := range rs {
-		out[r.Name] = r.UID
-	}
-	return out
+	return clusters.ReplicaUIDs(rs)
 }
 
 func podNames(pods []corev1.Pod) []string {
