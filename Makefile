@@ -40,7 +40,7 @@ E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifac
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit docs e2e qualify repeat reliability test-apiserver bench bench-dist fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver bench bench-dist fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
@@ -70,6 +70,9 @@ e2e-runner: ## build bin/e2e, the suite runner that e2e, qualify and repeat use
 e2e: e2e-runner ## run the routing suite on E2E_TARGET (sim, kube, kind); prints a summary and where the report is
 	@bin/e2e run $(E2E_FLAGS)
 
+plan: e2e-runner ## what make e2e with the same knobs would create and cost on a GPU cluster (cost model in e2e.yaml), creating nothing; on kube checked against the free accelerators
+	@bin/e2e plan $(E2E_FLAGS)
+
 qualify: e2e-runner ## the documented and extended claims, bundled: make qualify VERSION=v0.9.0 [BASELINE=artifacts/qualification-v0.8.0.tar.gz]
 	@if [ -z "$(VERSION)" ]; then echo "qualify: set VERSION to the operator version qualified, e.g. make qualify VERSION=v0.9.0"; exit 2; fi
 	@bin/e2e qualify $(E2E_FLAGS) -version='$(VERSION)' -baseline='$(BASELINE)'
@@ -77,9 +80,9 @@ qualify: e2e-runner ## the documented and extended claims, bundled: make qualify
 repeat: e2e-runner ## run the suite N times (N=20) and name the flaky specs: "runs: 20, flaky specs: 0"
 	@bin/e2e repeat $(E2E_FLAGS) -n=$(N)
 
-reliability: ## on the sim: Ctrl-C mid-traffic ends within 30 s with a partial report and nothing left running
-	@echo "reliability: interrupting make e2e during traffic"
-	E2E_RELIABILITY=1 $(GO) test -count=1 -timeout 15m -run '^TestInterrupt' -v ./cmd/e2e
+reliability: ## on the sim: Ctrl-C mid-traffic ends within 30 s with a partial report and nothing left running; an operator whose router edits replace engines trips the edit guard
+	@echo "reliability: interrupting make e2e during traffic; the edit guard against an operator that replaces engines on a router edit"
+	E2E_RELIABILITY=1 $(GO) test -count=1 -timeout 15m -run '^(TestInterrupt|TestEditGuard)' -v ./cmd/e2e
 
 test-apiserver: ## the kube target against a real kube-apiserver, in a private network namespace (root; test/apiserver/README.md); under CI=true a machine that cannot run it fails
 	@cd test/apiserver && missing=$$($(GO) run ./netns/cmd/missing) && \

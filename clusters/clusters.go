@@ -136,6 +136,15 @@ type Replica struct {
 	MetricsPort int `json:"metricsPort"`
 }
 
+// ReplicaUIDs are replicas' Pod UIDs by name: a replaced Pod has a new one.
+func ReplicaUIDs(rs []Replica) map[string]string {
+	out := map[string]string{}
+	for _, r := range rs {
+		out[r.Name] = r.UID
+	}
+	return out
+}
+
 // URL is the worker URL a router uses for this replica: http://<ip>:<port>.
 func (r Replica) URL() string {
 	return fmt.Sprintf("http://%s:%d", bracketIPv6(r.IP), r.Port)

@@ -27,12 +27,21 @@ type ReadyWait struct {
 	// while waiting may still help. It may read more than md (Pods); a read
 	// that fails is no verdict.
 	Stuck func(ctx context.Context, md *api.ModelDeployment) string
+	// Rollout, if set, names what the router rollout still lacks ("" once
+	// it is over): Ready means the router Pods run the spec's router args,
+	// not only that some router Pod is Ready. Right after an edit of
+	// spec.router.extraArgs the operator's readiness gate still holds
+	// through the old router Pod (RouterReady counts the Deployment's ready
+	// replicas, docs/operator.md#router-rollout-and-the-router-service), so
+	// without this a wait after an edit returned while the old Pod served.
+	Rollout func(ctx context.Context, md *api.ModelDeployment) string
 	// Poll is the pause between two reads.
 	Poll time.Duration
 }
 
 // WaitReady polls w.Get every w.Poll until api.ReadinessGaps finds nothing
-// missing, ctx ends, or the deployment is stuck for good: the operator
+// missing and the router rollout is over (w.Rollout), ctx ends, or the
+// deployment is stuck for good: the operator
 // could not render its router (RouterReady False/RenderFailed), or w.Stuck
 // names a reason. Both targets wait through it, so "Ready" and "stuck" mean
 // the same on each. Every error names what was last missing; one that ends
@@ -56,6 +65,11 @@ func WaitReady(ctx context.Context, w ReadyWait) error {
 			missing = []string{firstLine(err.Error())}
 		default:
 			missing = api.ReadinessGaps(md)
+			if len(missing) == 0 && w.Rollout != nil {
+				if gap := w.Rollout(ctx, md); gap != "" {
+					missing = []string{gap}
+				}
+			}
 			if len(missing) == 0 {
 				return nil
 			}
@@ -100,4 +114,36 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// RolloutGap is the Rollout check on a target's live router Pods (not
+// terminating): pod reads one as its name, whether it runs the current
+// router template and whether it is Ready. It names an old Pod still
+// live, or a current one missing or not Ready; "" when the router runs
+// spec.router.replicas Ready Pods of the current template and nothing else.
+func RolloutGap[P any](md *api.ModelDeployment, pods []P, pod func(P) (name string, current, ready bool)) string {
+	want := int(md.Spec.Router.RouterReplicas())
+	var old, notReady []string
+	current := 0
+	for _, p := range pods {
+		name, cur, ready := pod(p)
+		switch {
+		case !cur:
+			old = append(old, name)
+		case !ready:
+			current++
+			notReady = append(notReady, name)
+		default:
+			current++
+		}
+	}
+	switch {
+	case len(notReady) > 0:
+		return fmt.Sprintf("router rollout: router Pod %s of the current router args is not Ready", strings.Join(notReady, ", "))
+	case current < want:
+		return fmt.Sprintf("router rollout: %d of %d router Pods of the current router args exist", current, want)
+	case len(old) > 0:
+		return fmt.Sprintf("router rollout: router Pod %s of earlier router args is still serving", strings.Join(old, ", "))
+	}
+	return ""
 }

@@ -124,3 +124,49 @@ func TestWaitReadyAsksTheTargetsHintOnlyWhileSomethingIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+type rolloutPod struct {
+	name           string
+	current, ready bool
+}
+
+// After an edit the readiness gate still holds through the old router
+// Pod: WaitReady goes on until the target's Rollout check says the router
+// runs only Ready Pods of the current args.
+func TestWaitReadyWaitsForTheRouterRollout(t *testing.T) {
+	var pods atomic.Value
+	pods.Store([]rolloutPod{{"old", false, true}, {"new", true, true}})
+	rollout := func(_ context.Context, md *api.ModelDeployment) string {
+		return RolloutGap(md, pods.Load().([]rolloutPod), func(p rolloutPod) (string, bool, bool) { return p.name, p.current, p.ready })
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		pods.Store([]rolloutPod{{"new", true, true}})
+	}()
+	start := time.Now()
+	if err := wait(t, 5*time.Second, ReadyWait{Rollout: rollout, Get: func(context.Context) (*api.ModelDeployment, error) { return readyMD(), nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 50*time.Millisecond {
+		t.Errorf("WaitReady returned after %v, while the old router Pod still served", time.Since(start))
+	}
+}
+
+func TestRolloutGapNamesWhatTheRolloutLacks(t *testing.T) {
+	md := readyMD()
+	md.Spec.Router.Replicas = api.Ptr[int32](2)
+	for _, tc := range []struct {
+		pods []rolloutPod
+		want string
+	}{
+		{[]rolloutPod{{"a", true, true}, {"b", true, true}}, ""},
+		{[]rolloutPod{{"a", true, true}, {"b", true, false}}, "router Pod b of the current router args is not Ready"},
+		{[]rolloutPod{{"a", true, true}}, "1 of 2 router Pods of the current router args exist"},
+		{[]rolloutPod{{"a", true, true}, {"b", true, true}, {"old", false, true}}, "router Pod old of earlier router args is still serving"},
+	} {
+		got := RolloutGap(md, tc.pods, func(p rolloutPod) (string, bool, bool) { return p.name, p.current, p.ready })
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%v: %q, want %q", tc.pods, got, tc.want)
+		}
+	}
+}

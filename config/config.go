@@ -67,6 +67,8 @@ type Config struct {
 	CollectArtifacts string `json:"collectArtifacts"`
 	// SkipCleanup keeps what specs created (for a human to inspect).
 	SkipCleanup bool `json:"skipCleanup,omitempty"`
+	// CostModel is make plan's GPU-cost model (cost.go).
+	CostModel CostModel `json:"costModel"`
 	// Sim, Kube and Kind hold per-target options.
 	Sim  Sim  `json:"sim"`
 	Kube Kube `json:"kube"`
@@ -332,6 +334,7 @@ func (c *Config) validate() error {
 		p.add(c, "traffic.requestTimeout", "must be a positive duration such as \"60s\"")
 	}
 	c.checkIntervals(&p, "intervals", c.Intervals, true)
+	c.checkCostModel(&p)
 	c.checkIntervals(&p, "sim.intervals", c.Sim.Intervals, false)
 	if c.Artifacts == "" {
 		p.add(c, "artifacts", "must name a directory for reports (or set ARTIFACTS)")

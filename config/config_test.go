@@ -44,8 +44,9 @@ func mustFail(t *testing.T, yaml string, env LookupEnv, want ...string) {
 }
 
 // repoSpecs are the claim names the repository's e2e.yaml keys its
-// intervals by: that they are the suite's claims is the suite's registry
-// test to check (config cannot import the suite).
+// intervals and its cost model's traffic by: that they are the suite's
+// claims is the suite's registry test to check (config cannot import the
+// suite).
 func repoSpecs(t *testing.T) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "e2e.yaml"))
@@ -53,7 +54,11 @@ func repoSpecs(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	out := slices.Clone(testSpecs)
-	for _, m := range regexp.MustCompile(`(?m)^\s+([a-z][a-z0-9-]*)/[a-z-]+:`).FindAllStringSubmatch(string(b), -1) {
+	keys := regexp.MustCompile(`(?m)^\s+([a-z][a-z0-9-]*)/[a-z-]+:`).FindAllStringSubmatch(string(b), -1)
+	if _, traffic, ok := strings.Cut(string(b), "\n  traffic:\n"); ok {
+		keys = append(keys, regexp.MustCompile(`(?m)^    ([a-z][a-z0-9-]*): `).FindAllStringSubmatch(traffic, -1)...)
+	}
+	for _, m := range keys {
 		if m[1] != SpecDefault && !slices.Contains(out, m[1]) {
 			out = append(out, m[1])
 		}

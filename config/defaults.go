@@ -43,6 +43,7 @@ func Default() *Config {
 			SpecDefault + "/" + OpFaultWindow:     iv(30*time.Second, time.Second),
 			SpecDefault + "/" + OpRecover:         iv(30*time.Minute, 2*time.Second),
 		},
+		CostModel:        defaultCostModel(),
 		Artifacts:        "artifacts",
 		CollectArtifacts: CollectOnFailure,
 		Sim: Sim{

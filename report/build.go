@@ -29,6 +29,8 @@ type Meta struct {
 	// to it relative to the artifacts directory. Empty: links are written
 	// relative to the repository root (docs/...).
 	RepoRoot string
+	// Projection is the run's projected cost, if the suite computed one.
+	Projection *CostProjection
 }
 
 // NotSelected is the reason of a spec the label filter, focus or skip left
@@ -65,6 +67,8 @@ func Build(r types.Report, meta Meta) (*Report, error) {
 		out.SuiteFailures = appendUnique(out.SuiteFailures, suiteReason(reason))
 	}
 	out.Environment.Cost = costSummary(r, out.Environment.Target)
+	out.Environment.Cost.Projected = meta.Projection
+	out.Environment.Edits = editSummary(r)
 	// Suite-level nodes (BeforeSuite, ReportAfterSuite...) only matter when
 	// they fail; read first, as they change what an unrun spec's reason is.
 	for _, sr := range r.SpecReports {

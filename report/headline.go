@@ -153,6 +153,12 @@ func envBlock(r *Report) []EnvRow {
 	for _, c := range costRows(e.Cost) {
 		add(c.Name, c.Value)
 	}
+	for _, c := range projectionRows(e.Cost) {
+		add(c.Name, c.Value)
+	}
+	for _, c := range editRows(e.Edits) {
+		add(c.Name, c.Value)
+	}
 	add("Notes", strings.Join(newNotes(e.Notes, rows), "\n"))
 	return rows
 }

@@ -47,6 +47,8 @@ var entryTypes = map[string]func() any{
 	EntryPickerSeed:     func() any { return &PickerSeed{} },
 	EntryDisruption:     func() any { return &Disruption{} },
 	EntryRouterPods:     func() any { return &RouterPods{} },
+	EntryRouterEdit:     func() any { return &RouterEdit{} },
+	EntryEditGuard:      func() any { return &EditGuard{} },
 }
 
 // decodeKnown decodes an entry recorded under one of the registered names

@@ -113,6 +113,9 @@ type Environment struct {
 	Notes             []string     `json:"notes,omitempty"`
 	// Cost is what the run's deployments held of the target.
 	Cost CostSummary `json:"cost"`
+	// Edits are the framework's edits of router args, and the guard's
+	// fallback when one replaced an engine Pod.
+	Edits EditSummary `json:"edits"`
 	// Block is the environment as the report shows it: ordered, each fact
 	// once.
 	Block []EnvRow `json:"block"`
@@ -140,6 +143,9 @@ type CostSummary struct {
 	AcceleratorSecondsNotApplicable string `json:"acceleratorSecondsNotApplicable,omitempty"`
 	// NotCounted says why figures are missing, one line per distinct reason.
 	NotCounted []string `json:"notCounted,omitempty"`
+	// Projected is what the run's plan projected under the cost model of
+	// e2e.yaml (as make plan prints it), to set beside the figures above.
+	Projected *CostProjection `json:"projected,omitempty"`
 }
 
 // EngineInfo is one engine's version and image.

@@ -44,6 +44,9 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 		want.Metadata.Namespace = ns
 	}
 	d := &Deployment{c: c, name: want.Metadata.Name, ns: ns, ownsNamespace: owns, routerName: routerName(want)}
+	if want.Spec.Router != nil {
+		d.revisions.wrote(want.Spec.Router.ExtraArgs)
+	}
 	fail := func(err error) (clusters.Deployment, error) {
 		if owns {
 			// Nothing else lives in a namespace made for this deployment and
@@ -193,6 +196,10 @@ type Deployment struct {
 
 	// cost counts the engine Pods from Deploy until Delete has finished.
 	cost *costWatch
+
+	// revisions tells the router Pods of the args last written from older
+	// ones (rollout.go).
+	revisions routerRevisions
 
 	mu         sync.Mutex
 	routerName string

@@ -213,7 +213,9 @@ func routerPod(ns, md, name, uid string, opts ...podOpt) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(uid),
 			CreationTimestamp: metav1.Now(),
-			Labels:            map[string]string{api.LabelName: api.NameValue, api.LabelInstance: md, api.LabelRouter: api.RouterVLLM},
+			// Each Pod its own revision unless an option says otherwise.
+			Labels: map[string]string{api.LabelName: api.NameValue, api.LabelInstance: md, api.LabelRouter: api.RouterVLLM,
+				labelPodTemplateHash: "h-" + name},
 			Annotations: map[string]string{api.AnnotationPromPort: "9090", api.AnnotationPromPath: "/metrics",
 				api.AnnotationPromScheme: "http", api.AnnotationPromScrape: "true"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: api.ContainerRouter, Image: "gpustack/llm-router:v0.2.0",

@@ -403,6 +403,13 @@ func AcceleratorsNeeded(md *api.ModelDeployment) int64 {
 }
 
 // roleAccelerators is one role's share of AcceleratorsNeeded.
+// RoleAccelerators is what a role's Pods hold at once: replicas × size ×
+// spec.resources.accelerator (make plan's projection counts with it).
+func RoleAccelerators(r api.Role) int64 { return roleAccelerators(r) }
+
+// PodAccelerators is what one of a role's Pods holds.
+func PodAccelerators(r api.Role) int64 { return podAccelerators(r) }
+
 func roleAccelerators(r api.Role) int64 {
 	size := int64(1)
 	if r.Size != nil {

@@ -13,15 +13,17 @@ import (
 
 // WaitReady waits through clusters.WaitReady (phase Ready, RouterReady
 // True when a router is declared, every role's endpoints.serving Confirmed
-// at its desired count; docs/operator.md#gotchas). The suite bounds it with ctx
-// (e2e.yaml wait-model-ready); poll <= 0 is Intervals.Poll. It stops early
-// on a router render refusal and on what stuck finds on the Pods.
+// at its desired count; docs/operator.md#gotchas), and for the router
+// rollout to be over: only Ready router Pods of the router args last
+// written are left (rollout.go). The suite bounds it with ctx (e2e.yaml
+// wait-ready); poll <= 0 is Intervals.Poll. It stops early on a router
+// render refusal and on what stuck finds on the Pods.
 func (d *Deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	if poll <= 0 {
 		poll = d.c.iv.Poll
 	}
 	return clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.ns, Name: d.name, Get: d.Object,
-		Stuck: d.stuck, Poll: poll})
+		Stuck: d.stuck, Rollout: d.rollout, Poll: poll})
 }
 
 // Waiting reasons that do not heal by waiting longer.
@@ -34,30 +36,39 @@ var stuckReasons = map[string]bool{
 
 // stuck is kube's hint to clusters.WaitReady: why the deployment's Pods can
 // never make it Ready as they stand (an image that cannot be pulled, a
-// container config error, every router Pod refusing its arguments), or "".
+// container config error, every router Pod of the args last written
+// refusing them), or "".
 func (d *Deployment) stuck(ctx context.Context, _ *api.ModelDeployment) string {
 	pods, err := d.pods(ctx, instanceSelector(d.name))
 	if err != nil {
 		return "" // a failed list is not a verdict; the next poll retries
 	}
-	var refused []string
-	routers := 0
+	var routerPods []corev1.Pod
 	for i := range pods {
 		p := &pods[i]
 		if r := podTerminal(p); r != "" {
 			return r
 		}
 		if _, isRouter := p.Labels[api.LabelRouter]; isRouter && p.DeletionTimestamp == nil {
-			routers++
-			if r := refusedArgs(p); r != "" {
-				refused = append(refused, r)
-			}
+			routerPods = append(routerPods, *p)
 		}
 	}
-	// One good router Pod beside a refusing one is a rollout in progress (an
-	// edit that fixed the arguments while the old Pod still crashes), which
-	// waiting resolves; only when every router Pod refuses is it final.
-	if routers > 0 && len(refused) == routers {
+	// Only the router Pods of the args last written count: an older Pod
+	// that still crashes right after an edit that fixed the arguments goes
+	// with the rollout, and a good older Pod beside a new one that refuses
+	// its arguments (a failed rollout) never makes the new args Ready.
+	var refused []string
+	current := 0
+	for _, p := range d.currentRouterPods(routerPods) {
+		if !p.current {
+			continue
+		}
+		current++
+		if r := refusedArgs(p.pod); r != "" {
+			refused = append(refused, r)
+		}
+	}
+	if current > 0 && len(refused) == current {
 		return refused[0]
 	}
 	return ""

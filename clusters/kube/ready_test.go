@@ -46,6 +46,12 @@ func TestWaitReadySucceedsOnceEveryConditionHolds(t *testing.T) {
 	case <-time.After(30 * time.Millisecond):
 	}
 	e.setStatus(d.ns, d.name, readyStatus(d.name, true, 2), 0)
+	select {
+	case err := <-done:
+		t.Fatalf("WaitReady returned before a router Pod ran: %v", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	e.addPod(routerPod(d.ns, d.name, "md-router-abc", "u1"))
 	if err := <-done; err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
@@ -135,6 +141,8 @@ func TestWaitReadyKeepsWaitingWhileAGoodRouterPodRollsOut(t *testing.T) {
 	s.Conditions[0] = api.Condition{Type: api.ConditionRouterReady, Status: "False", Reason: api.ReasonNoReadyReplicas}
 	e.setStatus(d.ns, d.name, s, 0)
 	e.addPod(routerPod(d.ns, d.name, "md-router-old", "u1", crashLooping(2)))
+	d.currentRouterPods(mustRouterPods(t, d)) // the old Pod runs the args it was created with
+	d.revisions.wrote([]string{"--policy", "round_robin"})
 	e.addPod(routerPod(d.ns, d.name, "md-router-new", "u2"))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -301,4 +309,13 @@ func TestReplicasWithoutRouterStatusUseRoleLabels(t *testing.T) {
 	if len(reps) != 1 || reps[0].Name != "md-server-a" || reps[0].Kind != api.RoleKindDecode {
 		t.Fatalf("replicas %+v", reps)
 	}
+}
+
+func mustRouterPods(t *testing.T, d *Deployment) []corev1.Pod {
+	t.Helper()
+	pods, err := d.routerPods(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
 }

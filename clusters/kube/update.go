@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters"
 )
 
 // PatchOp is one RFC 6902 JSON patch operation.
@@ -41,8 +42,9 @@ func (o PatchOp) MarshalJSON() ([]byte, error) {
 // would restate roles and read as an edit of frozen fields
 // (docs/operator.md#identity-and-editable-fields).
 // When the router's Pod template changes (extraArgs, image, timeouts, or a
-// router added), Update waits for the replacement router Pod (new UID) to be
-// Ready or to have failed, bounded by Intervals.RouterRollout. Only spec, labels and annotations are compared.
+// router added), Update waits for the rollout to be over (only Ready router
+// Pods of the new args left) or for a router Pod of the new args to have
+// failed, bounded by Intervals.RouterRollout. Only spec, labels and annotations are compared.
 func (d *Deployment) Update(ctx context.Context, mutate func(*api.ModelDeployment)) error {
 	old, err := d.Object(ctx)
 	if err != nil {
@@ -61,15 +63,14 @@ func (d *Deployment) Update(ctx context.Context, mutate func(*api.ModelDeploymen
 		return nil
 	}
 	rolls := routerRolls(old.Spec.Router, next.Spec.Router)
-	oldUIDs := map[string]bool{}
 	if rolls {
-		pods, err := d.pods(ctx, routerSelector(d.name, routerName(old)))
+		// The router Pods before the edit run the args before it: seen now,
+		// their revision is never taken for the edit's.
+		pods, err := d.routerPods(ctx)
 		if err != nil {
 			return err
 		}
-		for _, p := range pods {
-			oldUIDs[string(p.UID)] = true
-		}
+		d.currentRouterPods(pods)
 	}
 	body, err := json.Marshal(ops)
 	if err != nil {
@@ -85,6 +86,9 @@ func (d *Deployment) Update(ctx context.Context, mutate func(*api.ModelDeploymen
 	d.mu.Lock()
 	d.routerName = routerName(next)
 	d.mu.Unlock()
+	if next.Spec.Router != nil {
+		d.revisions.wrote(next.Spec.Router.ExtraArgs)
+	}
 	if d.cost != nil {
 		d.cost.setRoles(next)
 	}
@@ -94,7 +98,7 @@ func (d *Deployment) Update(ctx context.Context, mutate func(*api.ModelDeploymen
 	}
 	// The traffic URL needs nothing: its next connection goes to a Ready
 	// router Pod, as the Service's would (localProxy).
-	return d.waitNewRouterPod(ctx, oldUIDs)
+	return d.waitRollout(ctx, next)
 }
 
 // routerRolls reports whether the edit replaces the router Pod: argv routers
@@ -112,10 +116,14 @@ func routerRolls(old, next *api.Router) bool {
 	return !reflect.DeepEqual(a, b)
 }
 
-// waitNewRouterPod waits for a router Pod whose UID is not in old that is
-// Ready, or has visibly failed (a crash-looping router is a valid outcome
-// of an edit to a bad --policy: the caller inspects RouterState and logs).
-func (d *Deployment) waitNewRouterPod(ctx context.Context, old map[string]bool) error {
+// waitRollout waits until the router rollout of next is over (only Ready
+// router Pods of its args left, rollout.go) or a router Pod of its args has
+// visibly failed (a crash-looping router is a valid outcome of an edit to
+// a bad --policy: the old Pod keeps serving and the caller inspects
+// RouterState and the logs). An edit back to the args of a revision that
+// still has its Pods (after a refused value) is over once the refusing Pod
+// is gone.
+func (d *Deployment) waitRollout(ctx context.Context, next *api.ModelDeployment) error {
 	ctx, cancel := context.WithTimeout(ctx, d.c.iv.RouterRollout)
 	defer cancel()
 	err := poll(ctx, d.c.iv.Poll, func(ctx context.Context) (bool, string, error) {
@@ -123,21 +131,16 @@ func (d *Deployment) waitNewRouterPod(ctx context.Context, old map[string]bool) 
 		if err != nil {
 			return false, firstLine(err.Error()), nil
 		}
-		var seen []string
-		for i := range pods {
-			p := &pods[i]
-			if old[string(p.UID)] {
-				continue
-			}
-			if podReady(p) || podFailed(p) {
+		revs := d.currentRouterPods(pods)
+		for _, p := range revs {
+			if p.current && podFailed(p.pod) {
 				return true, "", nil
 			}
-			seen = append(seen, fmt.Sprintf("%s (%s)", p.Name, podSummary(p)))
 		}
-		if len(seen) == 0 {
-			return false, "no replacement router Pod yet", nil
-		}
-		return false, "replacement router Pod not Ready: " + strings.Join(seen, ", "), nil
+		gap := clusters.RolloutGap(next, revs, func(p routerPodRevision) (string, bool, bool) {
+			return p.pod.Name, p.current, podReady(p.pod)
+		})
+		return gap == "", gap, nil
 	})
 	if err != nil {
 		return fmt.Errorf("after updating %s/%s: %w", d.ns, d.name, err)

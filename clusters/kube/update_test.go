@@ -186,7 +186,7 @@ func TestUpdateTimesOutWithoutANewRouterPod(t *testing.T) {
 	e.addPod(routerPod(d.ns, d.name, "md-router-old", "u-old"))
 	e.cluster.iv.RouterRollout = 50 * time.Millisecond
 	err := d.Update(context.Background(), func(md *api.ModelDeployment) { md.Spec.Router.ExtraArgs = []string{"--policy", "random"} })
-	if err == nil || !strings.Contains(err.Error(), "no replacement router Pod yet") || !errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || !strings.Contains(err.Error(), "0 of 1 router Pods of the current router args exist") || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Update = %v", err)
 	}
 }

@@ -71,7 +71,24 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 		poll = 50 * time.Millisecond
 	}
 	return clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.namespace, Name: d.name, Get: d.Object,
-		Stuck: d.stuck, Poll: poll})
+		Stuck: d.stuck, Rollout: d.rollout, Poll: poll})
+}
+
+// rollout names what keeps the router rollout from being over: a live
+// router Pod of an earlier template (the ReplicaSet's pod-template-hash),
+// fewer Pods of the current one than spec.router.replicas, or one of them
+// not Ready. Terminating Pods are out of the Service and do not count.
+func (d *deployment) rollout(_ context.Context, md *api.ModelDeployment) string {
+	if md.Spec.Router == nil {
+		return ""
+	}
+	w, err := operator.RenderRouter(md)
+	if err != nil {
+		return "" // the operator's RenderFailed condition says it
+	}
+	return clusters.RolloutGap(md, d.routerPods(), func(p kubelet.PodStatus) (string, bool, bool) {
+		return p.Name, p.Labels[operator.LabelPodTemplateHash] == w.TemplateHash, p.Ready
+	})
 }
 
 // stuck names a router that will never start as configured: every router

@@ -101,6 +101,11 @@ type Options struct {
 	// ServingValidity bounds the age of a router's endpoint view (default 2 s;
 	// the operator's 15 s).
 	ServingValidity time.Duration
+	// TestOnlyReplaceEnginesOnRouterEdit makes the emulated operator delete
+	// every engine Pod of a deployment whose spec.router is edited, which
+	// the real one does not (docs/operator.md#router-edits): for testing
+	// the suite's guard over its own edits. Off by default.
+	TestOnlyReplaceEnginesOnRouterEdit bool
 	// PickerSeed seeds the random tie-break of every llm-d EPP's
 	// max-score-picker; 0 lets each EPP seed from the clock as the real one
 	// does. Either way Deployment.PickerSeeds reports the seed each EPP used.
@@ -315,6 +320,7 @@ func (c *Cluster) controllerConfig() controller.Config {
 		Kubelet: c.kube, Programs: c.opts.Programs, EngineEnv: c.opts.Engine.env(),
 		ProbePeriod: c.opts.ProbePeriod, ResyncPeriod: c.opts.ResyncPeriod, PreStopDelay: c.opts.PreStopDelay,
 		ServingValidity: c.opts.ServingValidity, Get: c.get,
+		TestOnlyReplaceEnginesOnRouterEdit: c.opts.TestOnlyReplaceEnginesOnRouterEdit,
 	}
 }
 

@@ -8,6 +8,7 @@
 //	e2e run     [flags]                          the suite once (make e2e)
 //	e2e qualify -version V [-baseline B] [flags] documented and extended claims, then a bundle (make qualify)
 //	e2e repeat  -n N [flags]                     the suite N times, then the flaky specs (make repeat)
+//	e2e plan    [flags]                          what a run would create and cost, creating nothing (make plan)
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/internal/suiterun"
 	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/report/bundle"
@@ -37,7 +39,7 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout))
 }
 
-const usage = `usage: e2e run|qualify|repeat [flags]   (see make help)`
+const usage = `usage: e2e run|qualify|repeat|plan [flags]   (see make help)`
 
 func run(ctx context.Context, args []string, out io.Writer) int {
 	if len(args) == 0 {
@@ -92,6 +94,12 @@ func run(ctx context.Context, args []string, out io.Writer) int {
 		return qualify(ctx, o, *version, *baseline)
 	case "repeat":
 		return repeat(ctx, o, *n)
+	case "plan":
+		var free func(context.Context, *config.Config) (int64, string, error)
+		if o.Target == config.TargetKube {
+			free = freeAccelerators
+		}
+		return plan(ctx, o, free)
 	}
 	fmt.Fprintln(out, usage)
 	return 2

@@ -30,6 +30,9 @@ func Summarize(w io.Writer, res Result) {
 		return
 	}
 	fmt.Fprintln(w, r.Headline)
+	if g := r.Environment.Edits.Fallback; g != "" {
+		fmt.Fprintln(w, "  ! "+g)
+	}
 	for _, f := range r.SuiteFailures {
 		// The cause of a run that did not start is the headline already.
 		if !strings.Contains(r.Headline, firstLine(f)) {

@@ -98,36 +98,42 @@ type Case struct {
 	ExtraEnginePods int
 }
 
-// Deployment is a ModelDeployment of a pair as a case needs it: the router
-// args it is created with and its shape.
+// Deployment is a ModelDeployment of a pair as a case needs it: its shape
+// and the router args the case runs with. Cases of one pair and shape share
+// one deployment whatever their args: a case whose args differ edits
+// spec.router.extraArgs before it runs (see the package documentation).
 type Deployment struct {
 	RouterArgs []string
 	// Prefill and Decode, when set, make it a prefill/decode pair of that
 	// many replicas each instead of the configured servers.
 	Prefill, Decode int32
 	// Replicas, when > 0, overrides the configured engine replicas of a
-	// server deployment (a router that never starts needs one engine Pod).
+	// server deployment.
 	Replicas int32
-	// Own: created for the case's spec alone and deleted when it ends (a
-	// router that crashes, a setting no other case uses), never shared.
+	// Refused: the router refuses RouterArgs at startup (a bad value). On a
+	// shared deployment the case edits them in and, once the refusal is
+	// confirmed, back (Spec.Refuse); a shared deployment is never created
+	// with them.
+	Refused bool
+	// Own: created for the case's spec alone and deleted when it ends,
+	// never shared (E2E_ISOLATE=1 gives every case one).
 	Own bool
 }
 
-// Shared is a case on the deployment created with args, shared with every
-// other case of the pair on the same args and shape.
+// Shared is a case on the pair's shared server deployment, run with args.
 func Shared(args []string) *Deployment { return &Deployment{RouterArgs: slices.Clone(args)} }
 
-// OneCase is the Cases of a claim with one case on the shared deployment
-// its row's routerArgs describe.
+// OneCase is the Cases of a claim with one case on the shared deployment,
+// run with its row's routerArgs.
 func OneCase(row fixtures.Row) []Case { return []Case{{Deployment: Shared(row.RouterArgs)}} }
 
 // PD reports whether d is a prefill/decode pair.
 func (d Deployment) PD() bool { return d.Prefill > 0 || d.Decode > 0 }
 
-// sameShape reports whether two deployments are interchangeable: the same
-// router args, roles and replicas.
+// sameShape reports whether two deployments can be one: the same roles and
+// replicas. Router args do not matter: an edit changes them.
 func (d Deployment) sameShape(o Deployment) bool {
-	return slices.Equal(d.RouterArgs, o.RouterArgs) && d.Prefill == o.Prefill && d.Decode == o.Decode && d.Replicas == o.Replicas
+	return d.Prefill == o.Prefill && d.Decode == o.Decode && d.Replicas == o.Replicas
 }
 
 // EnginePods is how many engine Pods the deployment starts when a server

@@ -8,6 +8,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -18,10 +20,17 @@ import (
 	"github.com/gpustack/routing-conformance/config"
 )
 
+// EnvTestOnlyReplaceEngines, set to a true value, turns on the sim
+// operator's TestOnlyReplaceEnginesOnRouterEdit: a test of the edit guard
+// (cmd/e2e) runs the suite against an operator whose router edits replace
+// engine Pods. Nothing else sets it.
+const EnvTestOnlyReplaceEngines = "E2E_SIM_TEST_ONLY_REPLACE_ENGINES_ON_ROUTER_EDIT"
+
 // newCluster builds the configured target for this process.
 func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Cluster, error) {
 	switch cfg.Target {
 	case config.TargetSim:
+		replaceEngines, _ := strconv.ParseBool(os.Getenv(EnvTestOnlyReplaceEngines))
 		versions := map[string]string{}
 		for _, e := range cfg.Engines {
 			versions[e.Name] = e.Version
@@ -34,7 +43,8 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 			},
 			EngineVersions: versions,
 			// The llm-d EPPs' tie-break follows the run's seed (--seed).
-			PickerSeed: uint64(GinkgoRandomSeed()),
+			PickerSeed:                         uint64(GinkgoRandomSeed()),
+			TestOnlyReplaceEnginesOnRouterEdit: replaceEngines,
 		}), nil
 	case config.TargetKube, config.TargetKind:
 		return kube.Connect(ctx, kubeOptions(cfg, s))
@@ -120,4 +130,16 @@ func newRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// FreeAccelerators reads, without creating anything, the InstanceType a
+// kube or kind run of cfg would use (e2e.yaml's, else the Active
+// accelerated one with the most free) and its free accelerators: what
+// make plan checks the projected peak against.
+func FreeAccelerators(ctx context.Context, cfg *config.Config) (kube.InstanceType, error) {
+	c, err := kube.New(kubeOptions(cfg, shared{}))
+	if err != nil {
+		return kube.InstanceType{}, err
+	}
+	return c.Capacity(ctx, 0)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -52,9 +53,16 @@ func NewPairDeployment(p api.Pair, d Deployment, name string) *PairDeployment {
 	return &PairDeployment{Pair: p, Deployment: d, Name: name, perSpec: d.Own}
 }
 
-// options are the fixture options the deployment is built with.
-func (d *PairDeployment) options() []fixtures.Option {
-	opts := []fixtures.Option{fixtures.WithName(d.Name), fixtures.WithRouterArgs(d.RouterArgs...)}
+// options are the fixture options the deployment is built with, its
+// router args being args.
+func (d *PairDeployment) options(args []string) []fixtures.Option {
+	return deploymentOptions(d.Name, d.Deployment, args)
+}
+
+// deploymentOptions are the fixture options of deployment d named name
+// with router args args.
+func deploymentOptions(name string, d Deployment, args []string) []fixtures.Option {
+	opts := []fixtures.Option{fixtures.WithName(name), fixtures.WithRouterArgs(args...)}
 	if d.Replicas > 0 {
 		opts = append(opts, fixtures.WithReplicas(d.Replicas))
 	}
@@ -65,13 +73,14 @@ func (d *PairDeployment) options() []fixtures.Option {
 	return opts
 }
 
-// Create creates the deployment once and returns the target's answer: the
-// deployment, or the error Deploy gave (an admission refusal is a
-// *clusters.AdmissionError), the same answer to every later call.
+// Create creates the deployment once, with its RouterArgs, and returns
+// the target's answer: the deployment, or the error Deploy gave (an
+// admission refusal is a *clusters.AdmissionError), the same answer to
+// every later call.
 func (d *PairDeployment) Create(ctx context.Context, t Target, claim string) (clusters.Deployment, error) {
 	GinkgoHelper()
 	if !d.created {
-		md := build(t, d.Pair, d.options()...)
+		md := build(t, d.Pair, d.options(d.RouterArgs)...)
 		Expect(md.Spec.Router).NotTo(BeNil(), "the suite deploys routed ModelDeployments only")
 		Expect(md.Spec.Roles).NotTo(BeEmpty())
 		By(fmt.Sprintf("creating ModelDeployment %s (%s in front of %s, router args %q)", md.Metadata.Name,
@@ -83,7 +92,7 @@ func (d *PairDeployment) Create(ctx context.Context, t Target, claim string) (cl
 			DeferCleanup(func(ctx SpecContext) { d.Release(ctx, t) }, NodeTimeout(deleted.Timeout.D()))
 		}
 	} else {
-		By(fmt.Sprintf("using ModelDeployment %s (router args %q), created by %q", d.Name, d.RouterArgs, d.by))
+		By(fmt.Sprintf("using ModelDeployment %s, created by %q", d.Name, d.by))
 	}
 	if d.err == nil {
 		d.collectAfter(t, claim)
@@ -91,20 +100,27 @@ func (d *PairDeployment) Create(ctx context.Context, t Target, claim string) (cl
 	return d.dep, d.err
 }
 
-// Ready creates the deployment if no spec has, then waits, within
-// <claim>/wait-ready, for the target's readiness gate: phase Ready,
-// RouterReady True and every role serving Confirmed at its desired count
-// (docs/operator.md#gotchas). The target stops early on terminal states (a router
-// exiting with a clap error, ImagePullBackOff), so a broken deployment fails
-// in seconds rather than after the model-load timeout. Only the first spec
-// waits; the others get its outcome. Before creating, a target with finite
-// capacity is asked for room, and the spec skips with the reason if there
-// is none.
-func (d *PairDeployment) Ready(ctx context.Context, t Target, claim string) clusters.Deployment {
+// Use brings the deployment to router args args and returns it Ready
+// with a router Pod of those args: the first spec that asks creates it
+// with them (after asking a target with finite capacity for room, and
+// skipping with the reason if there is none) and waits, within
+// <claim>/wait-ready, for the target's readiness gate (phase Ready,
+// RouterReady True, every role serving Confirmed at its desired count,
+// docs/operator.md#gotchas) and for the router rollout to be over; a
+// later spec with other args edits spec.router.extraArgs (editTo). The
+// error is an admission refusal of the create or the edit; anything else
+// fails the spec. A deployment that did not become Ready fails every later
+// spec at once with the same error, instead of waiting again.
+func (d *PairDeployment) Use(ctx context.Context, t Target, claim string, args []string) (clusters.Deployment, error) {
 	GinkgoHelper()
 	if !d.created {
+		if d.RouterArgs = slices.Clone(args); !d.perSpec && editGuardTripped(t) {
+			// Created after the guard tripped: named for its args, as the
+			// fallback names every deployment it creates.
+			d.Name = fallbackName(d.Deployment, d.Pair)
+		}
 		if cc, ok := t.Cluster.(clusters.CapacityChecker); ok {
-			md := build(t, d.Pair, d.options()...)
+			md := build(t, d.Pair, d.options(args)...)
 			fits, reason, err := cc.CanRun(ctx, md)
 			Expect(err).NotTo(HaveOccurred(), "checking free accelerators for %s", d.Name)
 			if !fits {
@@ -113,17 +129,45 @@ func (d *PairDeployment) Ready(ctx context.Context, t Target, claim string) clus
 		}
 	}
 	dep, err := d.Create(ctx, t, claim)
-	Expect(err).NotTo(HaveOccurred(), "creating %s", d.Name)
+	if err != nil {
+		return nil, err
+	}
 	if !d.waited {
 		d.waited = true
-		iv := IntervalOf(t.Config, claim, config.OpWaitReady)
-		By(fmt.Sprintf("waiting up to %s for %s to be Ready with every replica confirmed behind the router", iv.Timeout.D(), d.Name))
-		wctx, cancel := context.WithTimeout(ctx, iv.Timeout.D())
-		d.readyErr = dep.WaitReady(wctx, iv.Poll.D())
-		cancel()
+		d.readyErr = d.waitReady(ctx, t, claim, config.OpWaitReady)
 	}
 	Expect(d.readyErr).NotTo(HaveOccurred(), "%s/%s did not become Ready", dep.Namespace(), dep.Name())
+	obj, err := dep.Object(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	if slices.Equal(obj.Spec.Router.ExtraArgs, args) {
+		return dep, nil
+	}
+	if !d.perSpec && editGuardTripped(t) {
+		return d.recreate(ctx, t, claim, args), nil
+	}
+	if err := d.editTo(ctx, t, claim, args); err != nil {
+		return nil, err
+	}
+	return d.dep, nil
+}
+
+// Ready is Use, failing the spec on an admission refusal.
+func (d *PairDeployment) Ready(ctx context.Context, t Target, claim string, args []string) clusters.Deployment {
+	GinkgoHelper()
+	dep, err := d.Use(ctx, t, claim, args)
+	Expect(err).NotTo(HaveOccurred(), "bringing %s to router args %q", d.Name, args)
 	return dep
+}
+
+// waitReady waits, within <claim>/op, for the readiness gate and the end
+// of the router rollout (clusters.Deployment.WaitReady).
+func (d *PairDeployment) waitReady(ctx context.Context, t Target, claim, op string) error {
+	GinkgoHelper()
+	iv := IntervalOf(t.Config, claim, op)
+	By(fmt.Sprintf("waiting up to %s for %s to be Ready with every replica confirmed behind the router", iv.Timeout.D(), d.dep.Name()))
+	wctx, cancel := context.WithTimeout(ctx, iv.Timeout.D())
+	defer cancel()
+	return d.dep.WaitReady(wctx, iv.Poll.D())
 }
 
 // collectAfter writes the deployment's artifacts under
@@ -176,7 +220,12 @@ func (d *PairDeployment) Release(ctx context.Context, t Target) {
 		d.collect(ctx, t) // a spec releasing early still leaves its artifacts
 	}
 	d.released = true
-	entry := report.DeploymentCost{Name: d.dep.Name(), Namespace: d.dep.Namespace(), Pair: d.Pair.String(), RouterArgs: d.RouterArgs}
+	obj, _ := d.dep.Object(ctx)
+	args := d.RouterArgs
+	if obj != nil && obj.Spec.Router != nil {
+		args = obj.Spec.Router.ExtraArgs
+	}
+	entry := report.DeploymentCost{Name: d.dep.Name(), Namespace: d.dep.Namespace(), Pair: d.Pair.String(), RouterArgs: args}
 	var delErr error
 	if !t.Config.SkipCleanup {
 		By("deleting " + d.dep.Name())

@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,12 +33,13 @@ func Isolated() (bool, error) {
 // Describe defines the whole spec tree from the registry's plan: a
 // container per documented pair (labelled router:, engine:) holding, per
 // claim, a container with the claim's labels and, per case, its specs.
-// The cases that run alone come first; then each shared deployment is an
-// Ordered, ContinueOnFailure container whose cases run in the plan's order
-// on one process: the first spec that needs the deployment creates it
-// (after its own skips), DeferCleanup from BeforeAll deletes it after the
-// last, and each spec's failure is its own. target is read when a spec
-// starts, after the suite set it up.
+// Each shared deployment is an Ordered, ContinueOnFailure container whose
+// cases run in the plan's order on one process, the longest first: the
+// first spec that needs the deployment creates it (after its own skips),
+// each later one edits its router args when its case needs others,
+// DeferCleanup from BeforeAll deletes it after the last, and each spec's
+// failure is its own. The cases that run alone come after. target is read
+// when a spec starts, after the suite set it up.
 func (r *Registry) Describe(target func() Target) bool {
 	for _, p := range fixtures.DocumentedPairs {
 		Describe(p.String(), Label(fixtures.PairLabels(p)...), func() {
@@ -64,17 +66,16 @@ func (r *Registry) describePair(pp PairPlan, target func() Target) {
 			i = j
 		}
 	}
-	describeUses(pp.Alone, func(u Use) *PairDeployment {
-		if u.Own == nil {
-			return nil
-		}
-		// A fresh one for every spec: created when it asks, deleted when it ends.
-		return NewPairDeployment(pp.Pair, u.Own.Deployment, u.Own.Name)
-	})
-	for _, s := range pp.Shared {
+	// The longest shared deployment first, and before the cases that run
+	// alone: its cases run in a row on one process, so the run can end no
+	// sooner than it does; a priority of its length lets Ginkgo start it
+	// (and the pair holding it) before shorter work, on every process.
+	shared := slices.Clone(pp.Shared)
+	slices.SortStableFunc(shared, func(a, b SharedDeployment) int { return len(b.Uses) - len(a.Uses) })
+	for _, s := range shared {
 		d := NewPairDeployment(pp.Pair, s.Deployment, s.Name)
 		first := s.Uses[0].Claim.Name
-		Describe(s.Deployment.Text(), Ordered, ContinueOnFailure, func() {
+		Describe(s.Deployment.Text(), Ordered, ContinueOnFailure, SpecPriority(len(s.Uses)), func() {
 			BeforeAll(func() {
 				t := target()
 				// Runs after the container's last spec, failed or not.
@@ -83,4 +84,11 @@ func (r *Registry) describePair(pp PairPlan, target func() Target) {
 			describeUses(s.Uses, func(Use) *PairDeployment { return d })
 		})
 	}
+	describeUses(pp.Alone, func(u Use) *PairDeployment {
+		if u.Own == nil {
+			return nil
+		}
+		// A fresh one for every spec: created when it asks, deleted when it ends.
+		return NewPairDeployment(pp.Pair, u.Own.Deployment, u.Own.Name)
+	})
 }

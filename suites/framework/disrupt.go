@@ -294,15 +294,6 @@ func equalReplicas(a, b *int32) bool {
 	return *a == *b
 }
 
-// ReplicaUIDs are the engine replicas' Pod UIDs by name.
-func ReplicaUIDs(rs []clusters.Replica) map[string]string {
-	out := map[string]string{}
-	for _, r := range rs {
-		out[r.Name] = r.UID
-	}
-	return out
-}
-
 // RouterUIDs are the live router Pods' UIDs.
 func RouterUIDs(ctx context.Context, dep clusters.Deployment) []string {
 	GinkgoHelper()

@@ -37,32 +37,25 @@ func (r *Registry) ClaimsTable(dir string) string {
 
 // DeploymentsTable is the README's table of the ModelDeployments a run
 // creates on a target that runs every pair (the sim), in the order each
-// pair's specs meet them, with the cases each serves, and the cost of
-// running the documented claims, those and the extended ones, and every
-// claim. replicas is the configured engine replicas of a server
-// deployment.
+// pair's specs meet them, with the cases each serves and the router args
+// each runs with, and the cost of running the documented claims, those
+// and the extended ones, and every claim. replicas is the configured
+// engine replicas of a server deployment.
 func (r *Registry) DeploymentsTable(replicas int32) string {
 	plan := r.Plan(nil, false)
 	var b strings.Builder
-	b.WriteString("| pair | ModelDeployment | router args | engine Pods | cases, in the order they run |\n|---|---|---|---|---|\n")
+	b.WriteString("| pair | ModelDeployment | created with | engine Pods | edits | cases, in the order they run, with the router args each runs with |\n|---|---|---|---|---|---|\n")
 	for _, pp := range plan.Pairs {
 		for _, u := range pp.Alone {
 			if u.Own == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s, alone |\n",
-				pp.Pair, u.Own.Name, argsWords(u.Own.Deployment), podsWords(*u.Own, replicas), useWords(u))
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | 0 | %s, alone |\n",
+				pp.Pair, u.Own.Name, argsWords(u.Own.Deployment.RouterArgs), podsWords(*u.Own, replicas), useWords(u))
 		}
 		for _, s := range pp.Shared {
-			var uses []string
-			for i, u := range s.Uses {
-				w := useWords(u)
-				if u.Claim.Mutates && (i == 0 || !s.Uses[i-1].Claim.Mutates) {
-					w = "then, editing or faulting it: " + w
-				}
-				uses = append(uses, w)
-			}
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", pp.Pair, s.Name, argsWords(s.Deployment), podsWords(s.PlannedDeployment, replicas), strings.Join(uses, ", "))
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %d | %s |\n", pp.Pair, s.Name, argsWords(s.RouterArgs), podsWords(s.PlannedDeployment, replicas),
+				s.Edits(), stepsWords(s.Steps()))
 		}
 	}
 	b.WriteString("\n")
@@ -72,20 +65,42 @@ func (r *Registry) DeploymentsTable(replicas int32) string {
 	doc := plan.Only(kinds(fixtures.KindDocumented)).Cost(replicas)
 	ext := plan.Only(kinds(fixtures.KindDocumented, fixtures.KindExtended)).Cost(replicas)
 	all := plan.Cost(replicas)
-	fmt.Fprintf(&b, "A case marked alone creates its deployment when its spec starts and deletes it when the spec ends. "+
-		"Cases that create nothing that runs (admission's refusals, a claim that does not apply to the pair) are not listed. "+
-		"With %d engine replicas per server deployment, the documented claims start %d engine Pods in %d ModelDeployments; "+
-		"the documented and extended claims %d in %d; every claim, resilience included, %d in %d.\n",
-		replicas, doc.EnginePods, doc.ModelDeployments, ext.EnginePods, ext.ModelDeployments, all.EnginePods, all.ModelDeployments)
+	fmt.Fprintf(&b, "Cases that create nothing that runs (admission's refusals, a claim that does not apply to the pair) are not listed. "+
+		"→ marks an edit of `spec.router.extraArgs` before the cases after it (a new router Pod, the same engine Pods); "+
+		"a refused value is edited in and back. "+
+		"With %d engine replicas per server deployment, the documented claims start %d engine Pods in %d ModelDeployments (%d edits); "+
+		"the documented and extended claims %d in %d (%d edits); every claim, resilience included, %d in %d (%d edits).\n",
+		replicas, doc.EnginePods, doc.ModelDeployments, doc.RouterEdits, ext.EnginePods, ext.ModelDeployments, ext.RouterEdits,
+		all.EnginePods, all.ModelDeployments, all.RouterEdits)
 	return b.String()
 }
 
-func argsWords(d Deployment) string {
-	args := "the router's defaults"
-	if len(d.RouterArgs) > 0 {
-		args = "`" + strings.Join(d.RouterArgs, " ") + "`"
+// stepsWords lists a shared deployment's steps: the uses in order, each
+// edit of the args before the uses it serves, the refused values as
+// edited in and back, and where the claims that edit or fault it begin.
+func stepsWords(steps []Step) string {
+	var parts []string
+	for i, st := range steps {
+		w := useWords(st.Use)
+		if st.EditBack {
+			w = fmt.Sprintf("%s edited in and back", w)
+		}
+		if st.Edit {
+			w = "→ " + argsWords(st.Case.Deployment.RouterArgs) + ": " + w
+		}
+		if st.Claim.Mutates && (i == 0 || !steps[i-1].Claim.Mutates) {
+			w = "then, editing or faulting it: " + w
+		}
+		parts = append(parts, w)
 	}
-	return args
+	return strings.Join(parts, ", ")
+}
+
+func argsWords(args []string) string {
+	if len(args) == 0 {
+		return "the router's defaults"
+	}
+	return "`" + strings.Join(args, " ") + "`"
 }
 
 func podsWords(d PlannedDeployment, replicas int32) string {

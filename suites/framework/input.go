@@ -100,13 +100,15 @@ func (in Spec) Consistently(ctx context.Context, op string, f any) AsyncAssertio
 	return Consistently(ctx, f).WithTimeout(iv.Timeout.D()).WithPolling(iv.Poll.D())
 }
 
-// Ready is the case's deployment, Ready: created by this spec if no spec
-// has, then waited for. It skips when a target with finite capacity has
-// no room.
+// Ready is the case's deployment, Ready with the case's router args:
+// created by this spec if no spec has (it skips when a target with finite
+// capacity has no room), else edited to them if they differ
+// (PairDeployment.Use), then waited for.
 func (in Spec) Ready(ctx context.Context) clusters.Deployment {
 	GinkgoHelper()
 	Expect(in.Deployment).NotTo(BeNil(), "invalid argument: input.Deployment is nil, and case %q of %s needs one", in.Case.Name, in.Claim)
-	return in.Deployment.Ready(ctx, in.Target, in.Claim)
+	Expect(in.Case.Deployment).NotTo(BeNil(), "invalid argument: case %q of %s names no deployment", in.Case.Name, in.Claim)
+	return in.Deployment.Ready(ctx, in.Target, in.Claim, in.Case.Deployment.RouterArgs)
 }
 
 // Record attaches the spec's verdict line: what the docs say beside what

@@ -27,8 +27,10 @@ type PairPlan struct {
 	// of their own, created and deleted within the spec, or on none. The
 	// spec tree lists them first, in registry order.
 	Alone []Use
-	// Shared are the deployments cases share, in order of first use: each
-	// is an Ordered container whose uses run in order on one process.
+	// Shared are the deployments cases share, one per shape (the
+	// configured servers, a prefill/decode pair) in order of first use:
+	// each is an Ordered container whose uses run in order on one process,
+	// each with its own router args.
 	Shared []SharedDeployment
 }
 
@@ -44,7 +46,9 @@ type Use struct {
 }
 
 // SharedDeployment is a deployment and the cases that share it, in the
-// order they run: those that mutate it last.
+// order they run (runOrder): those that mutate it last, those with the
+// same router args side by side. Its RouterArgs are the ones it is created
+// with; Steps says where they are edited.
 type SharedDeployment struct {
 	PlannedDeployment
 	Uses []Use
@@ -85,6 +89,9 @@ func (r *Registry) pairPlan(p api.Pair, isolate bool) PairPlan {
 				continue
 			}
 			if isolate || d.Own {
+				// Created with the case's args, refused ones included: a
+				// router that never starts is then a creation that never
+				// becomes Ready.
 				own := *d
 				own.Own = true
 				u.Case.Deployment = &own
@@ -94,27 +101,111 @@ func (r *Registry) pairPlan(p api.Pair, isolate bool) PairPlan {
 			}
 			i := slices.IndexFunc(out.Shared, func(s SharedDeployment) bool { return s.Deployment.sameShape(*d) })
 			if i < 0 {
-				out.Shared = append(out.Shared, SharedDeployment{PlannedDeployment: PlannedDeployment{Name: sharedName(*d, p), Deployment: *d}})
+				shape := Deployment{Prefill: d.Prefill, Decode: d.Decode, Replicas: d.Replicas}
+				out.Shared = append(out.Shared, SharedDeployment{PlannedDeployment: PlannedDeployment{Name: sharedName(shape, p), Deployment: shape}})
 				i = len(out.Shared) - 1
 			}
 			out.Shared[i].Uses = append(out.Shared[i].Uses, u)
-			out.Shared[i].ExtraEnginePods += cs.ExtraEnginePods
 		}
 	}
 	for i := range out.Shared {
-		// Cases that mutate the deployment go last, in registry order: the
-		// ones that need its pristine history run before any edit or fault.
-		slices.SortStableFunc(out.Shared[i].Uses, func(a, b Use) int {
-			switch {
-			case a.Claim.Mutates == b.Claim.Mutates:
-				return 0
-			case b.Claim.Mutates:
-				return -1
-			}
-			return 1
-		})
+		out.Shared[i].Uses = runOrder(out.Shared[i].Uses)
+		out.Shared[i].settle()
 	}
 	return out
+}
+
+// runOrder is the order a shared deployment's uses run in: those that
+// mutate it (edit or fault it and put it back) after every one that does
+// not, so the ones that read its history see none of that; within each,
+// uses with the same router args side by side, in the order their args
+// first appear in the registry, so that each set of args costs one edit.
+// No outcome depends on this order (see the package documentation); it
+// only keeps the edits few.
+func runOrder(uses []Use) []Use {
+	key := func(u Use) string {
+		return fmt.Sprintf("%t\x00%t\x00%s", u.Claim.Mutates, u.Case.Deployment.Refused, strings.Join(u.Case.Deployment.RouterArgs, "\x00"))
+	}
+	first := map[string]int{}
+	for i, u := range uses {
+		if _, ok := first[key(u)]; !ok {
+			first[key(u)] = i
+		}
+	}
+	out := slices.Clone(uses)
+	slices.SortStableFunc(out, func(a, b Use) int {
+		switch {
+		case a.Claim.Mutates != b.Claim.Mutates && b.Claim.Mutates:
+			return -1
+		case a.Claim.Mutates != b.Claim.Mutates:
+			return 1
+		}
+		return first[key(a)] - first[key(b)]
+	})
+	return out
+}
+
+// settle sets what follows from the uses: the router args the deployment
+// is created with (the first use's that the router accepts; its defaults
+// when every use's are refused) and the engine Pods its uses start beyond
+// its own.
+func (s *SharedDeployment) settle() {
+	s.RouterArgs, s.ExtraEnginePods = nil, 0
+	created := false
+	for _, u := range s.Uses {
+		s.ExtraEnginePods += u.Case.ExtraEnginePods
+		if !created && !u.Case.Deployment.Refused {
+			s.RouterArgs, created = slices.Clone(u.Case.Deployment.RouterArgs), true
+		}
+	}
+}
+
+// Step is one use of a shared deployment with what the framework does to
+// its router args first.
+type Step struct {
+	Use
+	// Edit: spec.router.extraArgs is edited to the use's args before it
+	// runs (a new router Pod); false: it runs on the args it finds.
+	Edit bool
+	// EditBack: the use's args are refused; it edits them in and back to
+	// the ones it found (no new router Pod stays).
+	EditBack bool
+}
+
+// Steps walks the uses in order with the router args each finds: where
+// the framework edits them (Edit) and where a refused value is edited in
+// and back (EditBack). The claims' own edits (Mutates) put back what they
+// found, so they change nothing here.
+func (s SharedDeployment) Steps() []Step {
+	cur := s.RouterArgs
+	var out []Step
+	for _, u := range s.Uses {
+		st := Step{Use: u}
+		switch args := u.Case.Deployment.RouterArgs; {
+		case u.Case.Deployment.Refused:
+			st.EditBack = true
+		case !slices.Equal(args, cur):
+			st.Edit, cur = true, args
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Edits counts the edits of spec.router.extraArgs the framework makes on
+// the deployment: one per change of args, two (in and back) per refused
+// value.
+func (s SharedDeployment) Edits() int {
+	n := 0
+	for _, st := range s.Steps() {
+		switch {
+		case st.Edit:
+			n++
+		case st.EditBack:
+			n += 2
+		}
+	}
+	return n
 }
 
 // Deployments lists every ModelDeployment the pair's plan creates, in the
@@ -139,6 +230,9 @@ func (pp PairPlan) Deployments() []PlannedDeployment {
 type Cost struct {
 	ModelDeployments int
 	EnginePods       int
+	// RouterEdits are the framework's edits of spec.router.extraArgs: a
+	// router Pod each, no engine Pod.
+	RouterEdits int
 }
 
 // Cost adds up the plan's deployments, each server deployment with
@@ -149,6 +243,9 @@ func (p Plan) Cost(replicas int32) Cost {
 		for _, d := range pp.Deployments() {
 			c.ModelDeployments++
 			c.EnginePods += d.EnginePods(replicas) + d.ExtraEnginePods
+		}
+		for _, s := range pp.Shared {
+			c.RouterEdits += s.Edits()
 		}
 	}
 	return c
@@ -167,14 +264,14 @@ func (p Plan) Only(keep func(Use) bool) Plan {
 		}
 		for _, s := range pp.Shared {
 			ns := s
-			ns.Uses, ns.ExtraEnginePods = nil, 0
+			ns.Uses = nil
 			for _, u := range s.Uses {
 				if keep(u) {
 					ns.Uses = append(ns.Uses, u)
-					ns.ExtraEnginePods += u.Case.ExtraEnginePods
 				}
 			}
 			if len(ns.Uses) > 0 {
+				ns.settle()
 				np.Shared = append(np.Shared, ns)
 			}
 		}
@@ -186,29 +283,26 @@ func (p Plan) Only(keep func(Use) bool) Plan {
 // sharedTextPrefix starts the text of every shared deployment's container.
 const sharedTextPrefix = "on one deployment"
 
-// Text is the shared deployment's container text.
+// Text is the shared deployment's container text: its shape (its router
+// args change from case to case).
 func (d Deployment) Text() string {
 	what := sharedTextPrefix
-	if d.PD() {
+	switch {
+	case d.PD():
 		what = fmt.Sprintf("%s of %d prefill and %d decode replicas", what, d.Prefill, d.Decode)
-	} else if d.Replicas > 0 {
+	case d.Replicas > 0:
 		what = fmt.Sprintf("%s of %d replicas", what, d.Replicas)
 	}
-	if len(d.RouterArgs) == 0 {
-		return what + " with the router's defaults"
-	}
-	return fmt.Sprintf("%s with router args %s", what, strings.Join(d.RouterArgs, " "))
+	return what
 }
 
-// sharedName is a shared deployment's metadata.name: its args and pair
-// ("pd-..." for a prefill/decode pair).
+// sharedName is a shared deployment's metadata.name: its shape and pair
+// ("shared-<pair>" for the configured servers, "pd<P>x<D>-<pair>" for a
+// prefill/decode pair, "r<N>-..." with its own replicas).
 func sharedName(d Deployment, p api.Pair) string {
 	what := "shared"
-	if len(d.RouterArgs) > 0 {
-		what = strings.Join(d.RouterArgs, "-")
-	}
 	if d.PD() {
-		what = "pd-" + strings.TrimLeft(what, "-")
+		what = fmt.Sprintf("pd%dx%d", d.Prefill, d.Decode)
 	}
 	if d.Replicas > 0 {
 		what = fmt.Sprintf("r%d-%s", d.Replicas, what)

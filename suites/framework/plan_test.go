@@ -83,17 +83,21 @@ func TestRowsBindStrictlyIntoTheClaimsType(t *testing.T) {
 	}
 }
 
-// planned is the shape of one pair's plan: shared deployments by args
-// with their claims in order, and the claims that run alone.
+// planned is the shape of one pair's plan: each shared deployment by its
+// name, with its steps in order ("claim/case" and "edit" or "in-and-back"
+// where the framework edits), and the claims that run alone.
 func planned(pp PairPlan) (shared map[string][]string, alone []string) {
 	shared = map[string][]string{}
 	for _, s := range pp.Shared {
-		key := strings.Join(s.RouterArgs, " ")
-		if s.PD() {
-			key = "pd " + key
-		}
-		for _, u := range s.Uses {
-			shared[key] = append(shared[key], u.Claim.Name+"/"+u.Case.Name)
+		for _, st := range s.Steps() {
+			w := st.Claim.Name + "/" + st.Case.Name
+			switch {
+			case st.Edit:
+				w += " edit"
+			case st.EditBack:
+				w += " in-and-back"
+			}
+			shared[s.Name] = append(shared[s.Name], w)
 		}
 	}
 	for _, u := range pp.Alone {
@@ -102,7 +106,7 @@ func planned(pp PairPlan) (shared map[string][]string, alone []string) {
 	return shared, alone
 }
 
-func TestThePlanSharesOneDeploymentPerArgsAndShape(t *testing.T) {
+func TestThePlanSharesOneDeploymentPerShapeAndEditsTheArgs(t *testing.T) {
 	rr := "        routerArgs: [--policy, round_robin]\n"
 	f := testFile(t,
 		rows("fault", "", ""),
@@ -110,7 +114,8 @@ func TestThePlanSharesOneDeploymentPerArgsAndShape(t *testing.T) {
 		rows("rr", "", rr),
 		rows("pd", "", rr),
 		rows("cases", "", ""),
-		rows("alsorr", "", rr))
+		rows("alsorr", "", rr),
+		rows("bad", "", ""))
 	r := &Registry{Expect: f}
 	Add(r, Claim[emptyRow]{Name: "fault", Mutates: true, Specs: specs[emptyRow],
 		Cases: func(row fixtures.Row, _ emptyRow) []Case {
@@ -124,25 +129,40 @@ func TestThePlanSharesOneDeploymentPerArgsAndShape(t *testing.T) {
 	Add(r, Claim[emptyRow]{Name: "cases", Specs: specs[emptyRow], Cases: func(row fixtures.Row, _ emptyRow) []Case {
 		return []Case{
 			{Name: "shared", Deployment: Shared(row.RouterArgs)},
+			{Name: "x", Deployment: Shared([]string{"--x", "1"})},
 			{Name: "own", Deployment: &Deployment{RouterArgs: []string{"--x", "1"}, Replicas: 1, Own: true}},
 			{Name: "none"},
 		}
 	}})
 	Add(r, Claim[emptyRow]{Name: "alsorr", Specs: specs[emptyRow]})
+	Add(r, Claim[emptyRow]{Name: "bad", Specs: specs[emptyRow], Cases: func(fixtures.Row, emptyRow) []Case {
+		return []Case{
+			{Name: "server", Deployment: &Deployment{RouterArgs: []string{"--policy", "roundrobin"}, Refused: true}},
+			{Name: "pd", Deployment: &Deployment{RouterArgs: []string{"--prefill-policy", "x"}, Prefill: 2, Decode: 2, Refused: true}},
+		}
+	}})
 	if err := r.Check(); err != nil {
 		t.Fatal(err)
 	}
 
 	pp := r.Plan([]api.Pair{vr}, false).Pairs[0]
 	shared, alone := planned(pp)
-	for key, want := range map[string][]string{
-		"":                        {"defaults/", "cases/shared", "fault/"}, // the mutating claim last, though first in the file
-		"--policy round_robin":    {"rr/", "alsorr/"},
-		"pd --policy round_robin": {"pd/"}, // never on the server deployment with the same args
+	for name, want := range map[string][]string{
+		// One server deployment whatever the args: the uses with the same
+		// args side by side (rr beside alsorr), each change of args an
+		// edit, the refused value edited in and back, the mutating claim
+		// last, back on the defaults.
+		"shared-vllm-router-vllm": {"defaults/", "cases/shared", "rr/ edit", "alsorr/", "cases/x edit", "bad/server in-and-back", "fault/ edit"},
+		// A prefill/decode pair is a deployment of its own shape, never the
+		// server one; created with pd's args, it needs no edit for them.
+		"pd2x2-vllm-router-vllm": {"pd/", "bad/pd in-and-back"},
 	} {
-		if !slices.Equal(shared[key], want) {
-			t.Errorf("deployment %q: %v, want %v (all: %v)", key, shared[key], want, shared)
+		if !slices.Equal(shared[name], want) {
+			t.Errorf("deployment %s: %v, want %v (all: %v)", name, shared[name], want, shared)
 		}
+	}
+	if len(shared) != 2 {
+		t.Errorf("shared deployments %v, want the server one and the 2+2 pair", shared)
 	}
 	if !slices.Equal(alone, []string{"cases/own", "cases/none"}) {
 		t.Errorf("alone %v", alone)
@@ -150,33 +170,46 @@ func TestThePlanSharesOneDeploymentPerArgsAndShape(t *testing.T) {
 	if u := pp.Alone[0]; u.Own == nil || u.Own.Name != "cases-own-vllm-router-vllm" || !u.Own.Own {
 		t.Errorf("the own case's deployment %+v", u.Own)
 	}
-	if pp.Shared[0].Name != "shared-vllm-router-vllm" || pp.Shared[1].Name != "policy-round-robin-vllm-router-vllm" ||
-		pp.Shared[2].Name != "pd-policy-round-robin-vllm-router-vllm" {
-		t.Errorf("shared names %q %q %q", pp.Shared[0].Name, pp.Shared[1].Name, pp.Shared[2].Name)
+	if pd := pp.Shared[1]; !slices.Equal(pd.RouterArgs, []string{"--policy", "round_robin"}) || pd.Edits() != 2 {
+		t.Errorf("the pd deployment is created with %q and edited %d times, want --policy round_robin and 2 (in and back)", pd.RouterArgs, pd.Edits())
 	}
 	// The other pairs' rows do not apply: one case each, no deployment.
-	if other := r.Plan([]api.Pair{fixtures.LLMDRouterVLLM}, false).Pairs[0]; len(other.Shared) != 0 || len(other.Alone) != 6 {
+	if other := r.Plan([]api.Pair{fixtures.LLMDRouterVLLM}, false).Pairs[0]; len(other.Shared) != 0 || len(other.Alone) != 7 {
 		t.Errorf("a pair no claim applies to: %+v", other)
 	}
 
-	// 2 (defaults, + 1 replacement) + 2 (round robin) + 4 (pd) + 1 (own, one replica).
-	if c := r.Plan([]api.Pair{vr}, false).Cost(2); c != (Cost{ModelDeployments: 4, EnginePods: 3 + 2 + 4 + 1}) {
+	// 2 (server, + 1 replacement) + 4 (pd) + 1 (own, one replica); edits:
+	// rr, x, bad in and back, back to the defaults; pd's bad in and back.
+	if c := r.Plan([]api.Pair{vr}, false).Cost(2); c != (Cost{ModelDeployments: 3, EnginePods: 3 + 4 + 1, RouterEdits: 5 + 2}) {
 		t.Errorf("cost %+v", c)
 	}
-	if c := r.Plan([]api.Pair{vr}, false).Only(func(u Use) bool { return !u.Claim.Mutates }).Cost(2); c != (Cost{ModelDeployments: 4, EnginePods: 2 + 2 + 4 + 1}) {
+	if c := r.Plan([]api.Pair{vr}, false).Only(func(u Use) bool { return !u.Claim.Mutates }).Cost(2); c != (Cost{ModelDeployments: 3, EnginePods: 2 + 4 + 1, RouterEdits: 4 + 2}) {
 		t.Errorf("cost without the fault %+v", c)
 	}
-	// A label filter selects on a use's labels, the pair's included.
-	filter, err := types.ParseLabelFilter("router:vllm-router && topology:pd")
+	// A label filter selects on a use's labels, the pair's included; a
+	// deployment whose first use is refused is created with the router's
+	// defaults, then the refused value is edited in and back.
+	filter, err := types.ParseLabelFilter("router:vllm-router && feature:bad")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := r.Plan(nil, false).Only(func(u Use) bool { return filter(u.Labels) }).Cost(2); c != (Cost{ModelDeployments: 1, EnginePods: 4}) {
-		t.Errorf("cost of router:vllm-router && topology:pd %+v", c)
+	cut := r.Plan(nil, false).Only(func(u Use) bool { return filter(u.Labels) })
+	if c := cut.Cost(2); c != (Cost{ModelDeployments: 2, EnginePods: 2 + 4, RouterEdits: 4}) {
+		t.Errorf("cost of router:vllm-router && feature:bad %+v", c)
+	}
+	for _, s := range cut.Pairs[0].Shared {
+		if len(s.RouterArgs) != 0 {
+			t.Errorf("%s, used by a refused value alone, is created with %q, want the router's defaults", s.Name, s.RouterArgs)
+		}
 	}
 	iso := r.Plan([]api.Pair{vr}, true).Pairs[0]
-	if len(iso.Shared) != 0 || len(iso.Deployments()) != 7 {
+	if len(iso.Shared) != 0 || len(iso.Deployments()) != 10 {
 		t.Errorf("E2E_ISOLATE: %d shared, %d deployments", len(iso.Shared), len(iso.Deployments()))
+	}
+	for _, u := range iso.Alone {
+		if u.Claim.Name == "bad" && (u.Own == nil || !slices.Equal(u.Own.RouterArgs, u.Case.Deployment.RouterArgs)) {
+			t.Errorf("E2E_ISOLATE: the refused value %s is created with its args: %+v", u.Case.Name, u.Own)
+		}
 	}
 }
 

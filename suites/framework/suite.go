@@ -84,7 +84,7 @@ func (r *Registry) Suite() bool {
 		if err != nil {
 			Fail(fmt.Sprintf("cannot describe the %s target: %v", cfg.Target, err))
 		}
-		suite = Target{Config: cfg, Cluster: cluster, Env: env}
+		suite = Target{Config: cfg, Cluster: cluster, Env: env, RunID: s.RunID}
 		GinkgoWriter.Printf("target %s: %d pairs supported\n", env.Target, countSupported(env))
 	})
 
@@ -97,7 +97,7 @@ func (r *Registry) Suite() bool {
 		}
 		// E2E_TARGET names the target when the config did not load.
 		files, err := report.Write(dir, rep, report.Meta{Environment: env, Config: suite.Config, Target: os.Getenv("E2E_TARGET"),
-			RepoRoot: filepath.Dir(repositoryConfig())})
+			RepoRoot: filepath.Dir(repositoryConfig()), Projection: r.projection(suite.Config, rep)})
 		for _, f := range files {
 			fmt.Fprintf(GinkgoWriter, "wrote %s\n", f)
 		}
@@ -106,6 +106,24 @@ func (r *Registry) Suite() bool {
 	})
 
 	return r.Describe(func() Target { return suite })
+}
+
+// projection is the run's projected cost, as make plan prints it for the
+// same config, label filter and processes (nil when the config did not
+// load; a plan that cannot be projected says why in the suite's output).
+func (r *Registry) projection(cfg *config.Config, rep Report) *report.CostProjection {
+	if cfg == nil {
+		return nil
+	}
+	plan, err := r.PlanFor(cfg, rep.SuiteConfig.LabelFilter)
+	if err == nil {
+		var p report.CostProjection
+		if p, err = plan.Project(cfg, rep.SuiteConfig.ParallelTotal); err == nil {
+			return &p
+		}
+	}
+	fmt.Fprintf(GinkgoWriter, "no cost projection: %v\n", err)
+	return nil
 }
 
 // mustLoadConfig reads the config (flag, $E2E_CONFIG, or the repository's

@@ -21,6 +21,9 @@ type Target struct {
 	Config  *config.Config
 	Cluster clusters.Cluster
 	Env     clusters.Environment
+	// RunID names the run on every process (the kube target's namespace
+	// label, the edit guard's file).
+	RunID string
 }
 
 // RequireConfigured skips a pair the config does not qualify.

@@ -67,9 +67,9 @@ var _ = framework.Add(Registry, framework.Claim[AdmissionRow]{
 	Title: "Admission",
 	Asserts: "every operator-owned router flag, as `--flag v` and `--flag=v`, is refused with a message naming it; " +
 		"`--policy` is admitted; a router that does not front the engine is refused",
-	// The "admitted" check creates with the first admitted args; with
-	// --policy round_robin that is the round-robin deployment, so the
-	// check is its creation. Refusals create nothing that runs.
+	// The "admitted" check brings the shared deployment to the first
+	// admitted args: its creation with them, or an edit to them, each a
+	// request the webhook answers. Refusals create nothing that runs.
 	Cases: func(_ fixtures.Row, r AdmissionRow) []framework.Case {
 		if len(r.Admission.Admitted) == 0 {
 			return []framework.Case{{}}
@@ -90,9 +90,10 @@ type AdmissionSpecInput struct {
 // creation, as `--flag value` and as `--flag=value`, with a message naming
 // the flag; --policy is admitted; an engine the router does not front is
 // refused. Refusals happen before anything runs, so a pair the target cannot
-// run is still checked (only the admitted create needs a runnable pair).
-// An admitted create with input.Deployment's router args is that
-// deployment's creation.
+// run is still checked (only the admitted args need a runnable pair). The
+// admitted args are brought onto input.Deployment, the pair's shared
+// deployment: by its creation, or by an edit of spec.router.extraArgs, which
+// the webhook admits or refuses as it does a create.
 func AdmissionSpec(input func() AdmissionSpecInput) {
 	var (
 		in  AdmissionSpecInput
@@ -138,11 +139,12 @@ func AdmissionSpec(input func() AdmissionSpecInput) {
 		}
 		in.RequireRunnable(in.Pair)
 		for _, args := range adm.Admitted {
-			d := in.Deployment
-			if d == nil || !slices.Equal(d.RouterArgs, args) {
-				d = framework.Throwaway(in.Pair, "admitted", args...)
+			var err error
+			if d := in.Deployment; d != nil && in.Case.Deployment != nil && slices.Equal(in.Case.Deployment.RouterArgs, args) {
+				_, err = d.Use(ctx, in.Target, in.Claim, args)
+			} else {
+				_, err = framework.Throwaway(in.Pair, "admitted", args...).Create(ctx, in.Target, in.Claim)
 			}
-			_, err := d.Create(ctx, in.Target, in.Claim)
 			report.Record(report.Admission{Claim: in.Claim, Pair: in.Pair.String(), Args: args, Refused: err != nil, Message: errText(err)})
 			Expect(err).NotTo(HaveOccurred(), "creating with router args %q", args)
 			in.Record(fmt.Sprintf("%q admitted", strings.Join(args, " ")), fmt.Sprintf("%q admitted", strings.Join(args, " ")))

@@ -27,11 +27,13 @@ type BadPolicyRow struct {
 var _ = framework.Add(Registry, framework.Claim[BadPolicyRow]{
 	Name:  ClaimBadPolicy,
 	Title: "Bad policy",
-	Asserts: "`roundrobin`, and values valid only on the other router, stop the router at startup: exit 2, clap's message " +
-		"(with its tip where clap gives one), RouterReady False, never Ready",
+	Asserts: "`roundrobin`, and values valid only on the other router, edited into the running deployment, stop the new " +
+		"router Pod at startup: exit 2, clap's message (with its tip where clap gives one), never Ready while the previous " +
+		"router Pod keeps serving (RouterReady stays True); edited back, the router is Ready again with the same engine Pods " +
+		"(created with the value under `E2E_ISOLATE=1`: RouterReady False, never Ready)",
 	Labels: []string{"policy:invalid", framework.LabelNeedsGPU},
-	// Each bad value is a deployment of its own, deleted as soon as the
-	// crash is confirmed: no other claim can use a router that never starts.
+	// Each bad value is edited into the pair's shared deployment and back
+	// once the refusal is confirmed (framework.Spec.Refuse).
 	Cases: func(_ fixtures.Row, r BadPolicyRow) []framework.Case { return r.BadPolicy.cases(nil) },
 	Specs: func(input func() framework.Input[BadPolicyRow]) {
 		BadPolicySpec(func() BadPolicySpecInput {
@@ -88,12 +90,12 @@ func (v BadValue) FlagName() string {
 // caseName names the value's case: "--policy roundrobin".
 func (v BadValue) caseName() string { return v.FlagName() + " " + v.Value }
 
-// cases are a case per bad value, each on a deployment of its own (of
-// shape, when the claim runs on a prefill/decode pair).
+// cases are a case per bad value, each edited into the pair's shared
+// deployment (of shape, when the claim runs on a prefill/decode pair).
 func (b BadPolicy) cases(shape *PDShape) []framework.Case {
 	var out []framework.Case
 	for _, v := range b.Values {
-		d := &framework.Deployment{RouterArgs: []string{v.FlagName(), v.Value}, Own: true}
+		d := &framework.Deployment{RouterArgs: []string{v.FlagName(), v.Value}, Refused: true}
 		if shape != nil {
 			d.Prefill, d.Decode = shape.Prefill, shape.Decode
 		}
@@ -136,10 +138,13 @@ type BadPolicySpecInput struct {
 // BadPolicySpec: a policy value the router does not accept passes
 // admission (the operator does not check values) and stops the router at
 // startup: exit code 2, clap's error with its possible values (and a tip for
-// a near miss) in the previous container's log, RouterReady False, and the
-// deployment never Ready. The deployment is deleted as soon as all that is
-// confirmed: on a GPU cluster its engines hold accelerators for nothing.
-// badpolicy runs it for --policy, pdbadpolicy for the per-pool flags.
+// a near miss) in the previous container's log, and the router never Ready.
+// The value is edited into the pair's shared deployment: the new router Pod
+// never becomes Ready while the previous one keeps serving, and the value
+// is edited back as soon as all that is confirmed. On a deployment created
+// with the value (E2E_ISOLATE=1), RouterReady is False and the deployment
+// never Ready; it is deleted as soon as that is confirmed. badpolicy runs it
+// for --policy, pdbadpolicy for the per-pool flags.
 func BadPolicySpec(input func() BadPolicySpecInput) {
 	var (
 		in  BadPolicySpecInput
@@ -153,19 +158,17 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 		bad = in.BadPolicy.Values[i]
 	})
 
-	It("stops the router at startup with clap's error and exit code 2, and the deployment never becomes Ready", func(ctx SpecContext) {
+	It("stops the router at startup with clap's error and exit code 2, and the router never becomes Ready", func(ctx SpecContext) {
 		bp := in.BadPolicy
-		dep, err := in.Deployment.Create(ctx, in.Target, in.Claim)
-		Expect(err).NotTo(HaveOccurred(), "creating %s", in.Deployment.Name)
-
 		var clap routerlog.ClapError
-		crash := in.AwaitCrash(ctx, dep, func(logs string) (err error) {
+		r := in.Refuse(ctx, func(logs string) (err error) {
 			clap, err = routerlog.FindClapError(logs)
 			return err
 		})
+		crash := r.RouterCrash
 		recordCrash(in.Spec, bad.Value, crash, clap.Text)
 		in.Record(fmt.Sprintf("%s: exit %d, %s", in.Case.Name, bp.ExitCode, tipWords(bad.Tip)),
-			fmt.Sprintf("%s: exit %d, %q, %s, RouterReady %s", in.Case.Name, *crash.Pod.LastExitCode, clap.Message, tipWords(strings.Join(clap.Tips, ", ")), crash.RouterReady))
+			fmt.Sprintf("%s: exit %d, %q, %s; %s", in.Case.Name, *crash.Pod.LastExitCode, clap.Message, tipWords(strings.Join(clap.Tips, ", ")), r.Words()))
 
 		Expect(crash.Pod).To(assertions.HaveExitedWith(bp.ExitCode), "the router's exit code")
 		refused := assertions.HaveRefusedPolicyValue(bad.Value, bp.ArgOf(bad)).WithPossibleValues(bp.PossibleValues...).WithLines(bp.ClapError(bad)...)
@@ -176,8 +179,8 @@ func BadPolicySpec(input func() BadPolicySpecInput) {
 		}
 		Expect(crash.Text).To(refused, "the previous container's log")
 
-		in.ExpectNeverReady(ctx, dep)
-		in.Deployment.Release(ctx, in.Target)
+		in.ExpectRefused(ctx, r)
+		r.End(ctx)
 	})
 }
 

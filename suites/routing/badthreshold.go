@@ -19,12 +19,6 @@ import (
 // and the policy's own validation error when it parses but is out of range.
 const ClaimBadThreshold = "badthreshold"
 
-// badThresholdReplicas is the engine replicas of a bad-threshold
-// deployment: its router exits while parsing or validating its flags,
-// before it looks at any worker, so one engine Pod shows the same and
-// costs half the accelerators.
-const badThresholdReplicas = 1
-
 // BadThresholdRow is what badthreshold's rows state.
 type BadThresholdRow struct {
 	BadThresholds []BadThreshold `json:"badThresholds"`
@@ -57,17 +51,18 @@ func (b BadThreshold) Check() []string {
 var _ = framework.Add(Registry, framework.Claim[BadThresholdRow]{
 	Name:  ClaimBadThreshold,
 	Title: "Bad threshold values",
-	Asserts: "a threshold its Rust type cannot hold stops the router with clap's value-parser error and exit 2; one out " +
-		"of the policy's range with `Error: InvalidValue {...}` and exit 1; RouterReady False, never Ready (one engine " +
-		"replica each)",
+	Asserts: "a threshold its Rust type cannot hold, edited into the running deployment, stops the new router Pod with " +
+		"clap's value-parser error and exit 2; one out of the policy's range with `Error: InvalidValue {...}` and exit 1; " +
+		"never Ready while the previous router Pod keeps serving, then edited back (the router exits before it looks at a " +
+		"worker, so the shared deployment's engines show the same as one engine would)",
 	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	// Each value is a deployment of its own, deleted as soon as the crash
-	// is confirmed: no other claim can use a router that never starts.
+	// Each value is edited into the pair's shared deployment and back once
+	// the refusal is confirmed (framework.Spec.Refuse).
 	Cases: func(_ fixtures.Row, r BadThresholdRow) []framework.Case {
 		var out []framework.Case
 		for _, b := range r.BadThresholds {
-			out = append(out, framework.Case{Name: b.Arg, Deployment: &framework.Deployment{RouterArgs: []string{b.Arg}, Replicas: badThresholdReplicas, Own: true}})
+			out = append(out, framework.Case{Name: b.Arg, Deployment: &framework.Deployment{RouterArgs: []string{b.Arg}, Refused: true}})
 		}
 		return out
 	},
@@ -85,8 +80,11 @@ type BadThresholdSpecInput struct {
 // startup as the real one does: clap's value-parser error and exit 2 for
 // a value its Rust type cannot hold, RouterConfig::validate's error and
 // exit 1 for a number out of the policy's range. The previous container's
-// log holds the derived lines, RouterReady is False and the deployment
-// never becomes Ready; it is deleted as soon as that is confirmed.
+// log holds the derived lines and the router never becomes Ready: edited
+// into the shared deployment, the new router Pod never does while the
+// previous one keeps serving, and the value is edited back as soon as that
+// is confirmed (created with it under E2E_ISOLATE=1: RouterReady False,
+// never Ready, deleted at once).
 func BadThresholdSpec(input func() BadThresholdSpecInput) {
 	var (
 		in  BadThresholdSpecInput
@@ -98,11 +96,8 @@ func BadThresholdSpec(input func() BadThresholdSpecInput) {
 		bad = findCase(in.Spec, in.Expect.BadThresholds, func(b BadThreshold) string { return b.Arg })
 	})
 
-	It("stops the router at startup with the derived error and exit code, and the deployment never becomes Ready", func(ctx SpecContext) {
-		dep, err := in.Deployment.Create(ctx, in.Target, in.Claim)
-		Expect(err).NotTo(HaveOccurred(), "creating %s", in.Deployment.Name)
-
-		crash := in.AwaitCrash(ctx, dep, func(logs string) error {
+	It("stops the router at startup with the derived error and exit code, and the router never becomes Ready", func(ctx SpecContext) {
+		r := in.Refuse(ctx, func(logs string) error {
 			for _, l := range routerlog.Lines(logs) {
 				if strings.HasPrefix(l.Text, "error: ") || strings.HasPrefix(l.Text, "Error: ") {
 					return nil
@@ -110,6 +105,7 @@ func BadThresholdSpec(input func() BadThresholdSpecInput) {
 			}
 			return errors.New("the previous container's log has no error line yet")
 		})
+		crash := r.RouterCrash
 		var errLines []string
 		for _, l := range strings.Split(crash.Text, "\n") {
 			l = strings.TrimRight(l, "\r")
@@ -119,11 +115,11 @@ func BadThresholdSpec(input func() BadThresholdSpecInput) {
 		}
 		recordCrash(in.Spec, bad.Arg, crash, strings.Join(errLines, "\n"))
 		in.Record(fmt.Sprintf("%s: exit %d, %q", bad.Arg, bad.ExitCode, bad.Lines[0]),
-			fmt.Sprintf("%s: exit %d, %q, RouterReady %s", bad.Arg, *crash.Pod.LastExitCode, strings.Join(errLines, " | "), crash.RouterReady))
+			fmt.Sprintf("%s: exit %d, %q; %s", bad.Arg, *crash.Pod.LastExitCode, strings.Join(errLines, " | "), r.Words()))
 
 		Expect(crash.Pod).To(assertions.HaveExitedWith(bad.ExitCode), "the router's exit code: %s", bad.Why)
 		Expect(crash.Text).To(assertions.HaveLogLines(bad.Lines...), "the previous container's log: %s", bad.Why)
-		in.ExpectNeverReady(ctx, dep)
-		in.Deployment.Release(ctx, in.Target)
+		in.ExpectRefused(ctx, r)
+		r.End(ctx)
 	})
 }

@@ -9,6 +9,6 @@ import "github.com/gpustack/routing-conformance/suites/framework"
 // traffic).
 const ClaimConsistentHash = "consistenthash"
 
-var _ = framework.Add(Registry, policyClaim(ClaimConsistentHash, "Consistent hash set at creation",
+var _ = framework.Add(Registry, policyClaim(ClaimConsistentHash, "Consistent hash",
 	"vllm-router `--policy consistent_hash`: banner; 16 `x-session-id` values × 4 chats, each value on one replica and "+
 		"the values over both; 8 chats without the header on one replica (`request:` key)"))

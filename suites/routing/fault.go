@@ -115,7 +115,7 @@ func FaultSpec(input func() FaultSpecInput) {
 		var err error
 		fr.base, err = dep.OpenAIBaseURL(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		fr.engines = framework.ReplicaUIDs(in.Replicas(ctx, dep))
+		fr.engines = clusters.ReplicaUIDs(in.Replicas(ctx, dep))
 		in.Inject(ctx, fr)
 	})
 }
@@ -170,7 +170,7 @@ func (fr *faultRun) busiest(ctx context.Context, rs []clusters.Replica, before m
 // replaced ones.
 func (fr *faultRun) expectEngines(ctx context.Context, why string, replaced ...string) {
 	GinkgoHelper()
-	Expect(framework.ReplicaUIDs(fr.in.Replicas(ctx, fr.dep))).To(assertions.HavePodsReplaced(fr.engines, replaced...), "engine Pods before and after: %s", why)
+	Expect(clusters.ReplicaUIDs(fr.in.Replicas(ctx, fr.dep))).To(assertions.HavePodsReplaced(fr.engines, replaced...), "engine Pods before and after: %s", why)
 }
 
 // lineWith is the first line of a failure message that contains needle

@@ -52,7 +52,7 @@ func killEngine(ctx context.Context, fr *faultRun) {
 		now, err = fr.dep.Replicas(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(now).To(HaveLen(len(rs)))
-		g.Expect(framework.ReplicaUIDs(now)).NotTo(ContainElement(victim.UID), "the killed Pod is gone")
+		g.Expect(clusters.ReplicaUIDs(now)).NotTo(ContainElement(victim.UID), "the killed Pod is gone")
 	}).Should(Succeed())
 	fr.in.Whole(ctx, fr.dep)
 	recovery := time.Since(t0)

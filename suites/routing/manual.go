@@ -10,6 +10,6 @@ import "github.com/gpustack/routing-conformance/suites/framework"
 // keyed traffic and branches).
 const ClaimManual = "manual"
 
-var _ = framework.Add(Registry, policyClaim(ClaimManual, "Manual routing set at creation",
+var _ = framework.Add(Registry, policyClaim(ClaimManual, "Manual routing",
 	"sglang-gateway `--policy manual`: banner; 16 `X-SMG-Routing-Key` values × 4 chats sticky, over both replicas; "+
 		"`smg_manual_policy_branch_total` vacant +16, occupied_hit +48, no_routing_id +8; 16 cache entries"))

@@ -33,8 +33,8 @@ func (s PDShape) Check() []string {
 	return nil
 }
 
-// shared is the one case of a claim on the shared pair of this shape
-// created with args.
+// shared is the one case of a claim on the shared pair of this shape,
+// run with args.
 func (s PDShape) shared(args []string) []framework.Case {
 	d := framework.Shared(args)
 	d.Prefill, d.Decode = s.Prefill, s.Decode

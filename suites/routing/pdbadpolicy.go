@@ -21,12 +21,15 @@ type PDBadPolicyRow struct {
 var _ = framework.Add(Registry, framework.Claim[PDBadPolicyRow]{
 	Name:  ClaimPDBadPolicy,
 	Title: "Bad per-pool policy",
-	Asserts: "an unknown `--prefill-policy` or `--decode-policy` stops the router of a 1+1 pair with " +
-		"clap's error for that flag and exit 2, RouterReady False, never Ready",
+	Asserts: "an unknown `--prefill-policy` or `--decode-policy`, edited into the pair's running prefill/decode " +
+		"deployment, stops the new router Pod with clap's error for that flag and exit 2, never Ready while the previous " +
+		"router Pod keeps serving, then edited back",
 	PD:     true,
 	Labels: []string{"policy:invalid", framework.LabelNeedsGPU},
-	// Each bad value is a pair of its own, deleted as soon as the crash is
-	// confirmed (BadPolicySpec).
+	// Each bad value is edited into the prefill/decode deployment of the
+	// row's shape and back (BadPolicySpec): the router exits while parsing
+	// its flags, before it looks at a worker, so the pool sizes do not
+	// matter and the shape the other prefill/decode claims use serves.
 	Cases: func(_ fixtures.Row, r PDBadPolicyRow) []framework.Case { return r.BadPolicy.cases(&r.PD) },
 	Specs: func(input func() framework.Input[PDBadPolicyRow]) {
 		BadPolicySpec(func() BadPolicySpecInput {

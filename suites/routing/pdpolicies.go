@@ -5,7 +5,7 @@ import (
 	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimPDPolicies: --prefill-policy and --decode-policy set at creation
+// ClaimPDPolicies: --prefill-policy and --decode-policy on the router's argv
 // route each pool by its own flag where the router honours them, and show
 // in the banner either way.
 const ClaimPDPolicies = "pdpolicies"
@@ -23,7 +23,7 @@ var _ = framework.Add(Registry, framework.Claim[PDTrafficRow]{
 	Specs:       PDPoliciesSpec,
 })
 
-// PDPoliciesSpec: --prefill-policy and --decode-policy set at creation show
+// PDPoliciesSpec: --prefill-policy and --decode-policy on the router's argv show
 // in the banner's routing mode. vllm-router honours each for its own pool
 // (round_robin on prefill spreads pd.requests serial chats evenly while
 // cache_aware on decode keeps them on one replica). sglang-gateway under the

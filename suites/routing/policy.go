@@ -20,8 +20,8 @@ import (
 	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// PolicyRow is what the rows of a claim about one --policy set at
-// creation state (random, poweroftwo, consistenthash, rendezvoushash,
+// PolicyRow is what the rows of a claim about one --policy on the
+// router's argv state (random, poweroftwo, consistenthash, rendezvoushash,
 // manual, prefixhash): the banner, then what its traffic shows, as one of
 // a split of serial chats, chats keyed by a header, or refusals; and the
 // router's pick counters. Its routerArgs are the --policy.
@@ -119,9 +119,10 @@ type PolicySpecInput struct {
 	Requests int
 }
 
-// policyClaim is the registry row of a claim about one --policy set at
-// creation: its deployment is created with the row's routerArgs (no other
-// claim uses it), and PolicySpec runs what the row states.
+// policyClaim is the registry row of a claim about one --policy on the
+// router's argv: its case runs on the pair's shared deployment with the
+// row's routerArgs (edited in when they differ), and PolicySpec runs what
+// the row states.
 func policyClaim(name, title, asserts string) framework.Claim[PolicyRow] {
 	return framework.Claim[PolicyRow]{
 		Name:        name,
@@ -135,7 +136,7 @@ func policyClaim(name, title, asserts string) framework.Claim[PolicyRow] {
 	}
 }
 
-// PolicySpec: a --policy set at creation. The banner shows its Debug form;
+// PolicySpec: a --policy on the router's argv. The banner shows its Debug form;
 // then, as the claim's row says, serial chats split in the derived shape
 // (a binomial bound for a uniform random pick), or chats keyed by a header
 // keep one replica per key with many keys using every replica (and the

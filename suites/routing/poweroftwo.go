@@ -9,6 +9,6 @@ import "github.com/gpustack/routing-conformance/suites/framework"
 // split, so it is recorded. Both routers count every pick (PolicySpec).
 const ClaimPowerOfTwo = "poweroftwo"
 
-var _ = framework.Add(Registry, policyClaim(ClaimPowerOfTwo, "Power of two set at creation",
+var _ = framework.Add(Registry, policyClaim(ClaimPowerOfTwo, "Power of two",
 	"`--policy power_of_two`: banner; vllm-router uniform in practice (no load outside cache_aware), [42, 78] of 120; "+
 		"sglang-gateway recorded (polled token loads); pick counter +120"))

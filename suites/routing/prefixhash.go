@@ -8,7 +8,7 @@ import "github.com/gpustack/routing-conformance/suites/framework"
 // no engine sees one (PolicySpec with refusals).
 const ClaimPrefixHash = "prefixhash"
 
-var _ = framework.Add(Registry, policyClaim(ClaimPrefixHash, "Prefix hash set at creation",
+var _ = framework.Add(Registry, policyClaim(ClaimPrefixHash, "Prefix hash",
 	"sglang-gateway `--policy prefix_hash` over HTTP: banner; every chat 503 `no_available_workers` (body and "+
 		"`X-SMG-Error-Code`), no engine sees one, `smg_prefix_hash_policy_branch_total{branch=\"no_tokens\"}` +5 per chat "+
 		"(5 attempts)"))

@@ -10,6 +10,6 @@ import "github.com/gpustack/routing-conformance/suites/framework"
 // rose by every request.
 const ClaimRandom = "random"
 
-var _ = framework.Add(Registry, policyClaim(ClaimRandom, "Random policy set at creation",
+var _ = framework.Add(Registry, policyClaim(ClaimRandom, "Random policy",
 	"`--policy random`: banner `policy: Random`; 120 chats, each replica within the 99.9% binomial interval [42, 78]; "+
 		"the router's pick counter +120"))

@@ -9,5 +9,5 @@ import "github.com/gpustack/routing-conformance/suites/framework"
 // keyed traffic).
 const ClaimRendezvousHash = "rendezvoushash"
 
-var _ = framework.Add(Registry, policyClaim(ClaimRendezvousHash, "Rendezvous hash set at creation",
+var _ = framework.Add(Registry, policyClaim(ClaimRendezvousHash, "Rendezvous hash",
 	"vllm-router `--policy rendezvous_hash`: as `consistenthash` with banner `policy: RendezvousHash`"))

@@ -11,7 +11,7 @@ import (
 	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
-// ClaimRoundRobin: --policy round_robin set at creation splits serial
+// ClaimRoundRobin: --policy round_robin on the router's argv splits serial
 // requests evenly and the routers count every pick.
 const ClaimRoundRobin = "roundrobin"
 
@@ -44,7 +44,7 @@ type RoundRobinSpecInput struct {
 	Requests int
 }
 
-// RoundRobinSpec: --policy round_robin set at creation. The banner reads
+// RoundRobinSpec: --policy round_robin on the router's argv. The banner reads
 // policy: RoundRobin; N serial requests split N/replicas each by engine
 // counts; the router's own counters rise as documented (vllm-router's
 // policy decisions per worker, sglang-gateway's selections in all).

@@ -3,7 +3,7 @@
 // beyond it, each in a file of its own named for it (<claim>.go) that
 // holds its row type (what its fixtures/expect.yaml rows state), its spec
 // function and its registry row. Shared spec shapes live beside them:
-// PolicySpec (policy.go) for a --policy set at creation, FaultSpec
+// PolicySpec (policy.go) for a --policy on the router's argv, FaultSpec
 // (fault.go) for a fault injected under traffic, the prefill/decode
 // traffic spec (pd.go) and BadPolicySpec (badpolicy.go).
 //

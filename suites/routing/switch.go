@@ -31,11 +31,11 @@ type SwitchRow struct {
 	Switch Switch `json:"switch"`
 }
 
-// Switch is a live edit of spec.router.extraArgs from the creation-time
-// args to To and back, while traffic runs.
+// Switch is a live edit of spec.router.extraArgs from the args the claim
+// finds (its row's routerArgs) to To and back, while traffic runs.
 type Switch struct {
 	// To are the extraArgs the first edit sets; the second restores the
-	// creation-time args.
+	// ones before it.
 	To []string `json:"to"`
 	// Banner is the new router Pod's banner after the first edit, and
 	// BannerBack after the second (unset when the router prints none).
@@ -65,7 +65,8 @@ var _ = framework.Add(Registry, framework.Claim[SwitchRow]{
 	Title: "Live switch of spec.router.extraArgs",
 	Asserts: "`spec.router.extraArgs` edited to `--policy round_robin` and back while traffic runs: each edit a new router " +
 		"Pod (new UID) with the new banner and empty state, engine Pods unchanged (same UIDs), 60/60 after the first edit " +
-		"and all on one replica after the second, failed requests within the stated bound (llm-d: `--v 3`, no policy)",
+		"and all on one replica after the second, failed requests within the stated bound (llm-d: `--v 3`, no policy); and no " +
+		"edit of the pair's router args by the suite itself in the run replaced an engine Pod (the edit guard)",
 	Labels:  []string{framework.LabelNeedsGPU},
 	Mutates: true,
 	Specs: func(input func() framework.Input[SwitchRow]) {
@@ -81,7 +82,7 @@ type SwitchSpecInput struct {
 }
 
 // SwitchSpec edits spec.router.extraArgs of a running deployment to the
-// row's switch.to and back to the creation-time args, each time while
+// row's switch.to and back to the args it found, each time while
 // background traffic runs. Each edit: a new router Pod (new UID) replaces
 // the old one, prints the new banner and starts with empty state (its
 // counters cover only traffic sent since the edit); the background
@@ -104,7 +105,7 @@ func SwitchSpec(input func() SwitchSpecInput) {
 		obj, err := dep.Object(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		created := slices.Clone(obj.Spec.Router.ExtraArgs)
-		engines := framework.ReplicaUIDs(in.Replicas(ctx, dep))
+		engines := clusters.ReplicaUIDs(in.Replicas(ctx, dep))
 		base, err := dep.OpenAIBaseURL(ctx)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -123,9 +124,13 @@ func SwitchSpec(input func() SwitchSpecInput) {
 			measured = append(measured, words)
 			checks = append(checks, check)
 		}
-		after := framework.ReplicaUIDs(in.Replicas(ctx, dep))
+		after := clusters.ReplicaUIDs(in.Replicas(ctx, dep))
 		measured = append(measured, fmt.Sprintf("engine Pods unchanged: %v", maps.Equal(engines, after)))
 		in.Record(in.Row.Summary, strings.Join(measured, "; "))
+		// The suite's own edits of this pair's router args in the run are
+		// the same claim: one that replaced an engine Pod fails it, with
+		// the edit guard's line, whatever this spec's edits did.
+		in.ExpectEditsKeptEngines()
 		for _, c := range checks {
 			c()
 		}

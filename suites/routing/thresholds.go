@@ -16,9 +16,9 @@ import (
 	"github.com/gpustack/routing-conformance/traffic"
 )
 
-// ClaimThresholds: the three cache_aware thresholds, each set at
-// creation, show in the banner and move single picks exactly as the
-// policy's rules imply, with every load a pick sees known.
+// ClaimThresholds: the three cache_aware thresholds, each set on a router
+// Pod that starts with them, show in the banner and move single picks
+// exactly as the policy's rules imply, with every load a pick sees known.
 const ClaimThresholds = "thresholds"
 
 // lbEvents is vllm-router's counter of picks made by the imbalance rule
@@ -44,8 +44,8 @@ func (r ThresholdsRow) Check() []string {
 type HeldCase struct {
 	// Name is unique in the row.
 	Name string `json:"name"`
-	// RouterArgs are the creation-time args (none: the router's defaults,
-	// whose deployment is shared).
+	// RouterArgs are the router args the case runs with (none: the
+	// router's defaults).
 	RouterArgs []string `json:"routerArgs,omitempty"`
 	// Banner is the policy the router prints with these thresholds.
 	Banner framework.Banner `json:"banner"`
@@ -85,23 +85,23 @@ func (h HeldCase) Check() []string {
 var _ = framework.Add(Registry, framework.Claim[ThresholdsRow]{
 	Name:  ClaimThresholds,
 	Title: "Cache-aware thresholds",
-	Asserts: "`--cache-threshold 0.9`, `--balance-abs-threshold 1`, and with `--balance-rel-threshold 3`, each at creation " +
-		"(defaults on the shared deployment): the banner shows the value, and 8 prefix-sharing completions held in flight " +
+	Asserts: "`--cache-threshold 0.9`, `--balance-abs-threshold 1`, and with `--balance-rel-threshold 3`, each edited into " +
+		"the shared deployment (a new router Pod): the banner shows the value, and 8 prefix-sharing completions held in flight " +
 		"one after another split 8/0, 4/4, 5/3, 6/2 by the router's in-flight gauge and the engines; vllm-router's " +
 		"imbalance counter +0, +0, +3, +2",
 	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	// The case without router args runs on the default deployment (it holds
-	// fresh prompts once nothing is in flight); each other case creates a
-	// deployment of its own with its args, deleted when it ends.
+	// Each case runs on the shared deployment with its own args (edited in
+	// when they differ: a new router Pod, with nothing held or in flight);
+	// it holds fresh prompts once nothing is in flight.
 	Cases: func(row fixtures.Row, r ThresholdsRow) []framework.Case {
 		var out []framework.Case
 		for _, h := range r.Thresholds {
-			d := framework.Shared(row.RouterArgs)
+			args := row.RouterArgs
 			if len(h.RouterArgs) > 0 {
-				d = &framework.Deployment{RouterArgs: h.RouterArgs, Own: true}
+				args = h.RouterArgs
 			}
-			out = append(out, framework.Case{Name: h.Name, Deployment: d})
+			out = append(out, framework.Case{Name: h.Name, Deployment: framework.Shared(args)})
 		}
 		return out
 	},

@@ -97,6 +97,11 @@ type Config struct {
 	// Get reads a router's endpoint view: url within timeout, up to limit
 	// bytes; an answer other than 200 is an error.
 	Get func(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error)
+	// TestOnlyReplaceEnginesOnRouterEdit makes this operator unlike the
+	// real one: an edit of spec.router also deletes every engine Pod (they
+	// are recreated), as another operator version could. Off by default;
+	// only the tests of the suite's guard over its own edits turn it on.
+	TestOnlyReplaceEnginesOnRouterEdit bool
 }
 
 // ErrConflict is Apply's answer to an object read before the stored one
@@ -127,6 +132,9 @@ type Controller struct {
 	// llm-d render marshals a YAML document).
 	rendered    *operator.RouterWorkload
 	renderedGen int64
+	// replaceEngines: a router edit under TestOnlyReplaceEnginesOnRouterEdit
+	// waits for the next pass to delete the engine Pods.
+	replaceEngines bool
 
 	cost clusters.CostLedger
 
@@ -257,6 +265,7 @@ func (c *Controller) Apply(next *api.ModelDeployment) error {
 		next.Metadata.Generation++
 		c.converged = false
 	}
+	c.noteRouterEdit(old, next)
 	rv, _ := strconv.Atoi(old.Metadata.ResourceVersion)
 	next.Metadata.ResourceVersion = strconv.Itoa(rv + 1)
 	c.obj = next
@@ -277,9 +286,18 @@ func (c *Controller) Observe(next *api.ModelDeployment) {
 	if !reflect.DeepEqual(next.Spec, c.obj.Spec) {
 		c.converged = false
 	}
+	c.noteRouterEdit(c.obj, next)
 	c.obj = next
 	c.mu.Unlock()
 	c.poke()
+}
+
+// noteRouterEdit arms TestOnlyReplaceEnginesOnRouterEdit when spec.router
+// changed; c.mu is held.
+func (c *Controller) noteRouterEdit(old, next *api.ModelDeployment) {
+	if c.cfg.TestOnlyReplaceEnginesOnRouterEdit && !reflect.DeepEqual(old.Spec.Router, next.Spec.Router) {
+		c.replaceEngines = true
+	}
 }
 
 // Delete marks the deployment for deletion; the loop then deletes its Pods

@@ -81,6 +81,18 @@ func (c *Controller) reconcile(ctx context.Context) bool {
 		return remaining == 0
 	}
 
+	c.mu.Lock()
+	replace := c.replaceEngines
+	c.replaceEngines = false
+	c.mu.Unlock()
+	if replace {
+		for _, ps := range engines {
+			for _, p := range ps {
+				c.deletePod(p, "the router was edited (TestOnlyReplaceEnginesOnRouterEdit: this operator replaces engines on a router edit)")
+			}
+		}
+		engines, _ = c.ownedPods(name, ns)
+	}
 	for i := range md.Spec.Roles {
 		c.reconcileRole(md, &md.Spec.Roles[i], engines[md.Spec.Roles[i].Name])
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -154,23 +155,35 @@ func TestKubeTargetOnTheSim(t *testing.T) {
 		}
 	})
 
-	t.Run("an extraArgs edit rolls a new router Pod; a bad policy crash-loops with exit code 2", func(t *testing.T) {
+	// Each edit, as the suite makes it: Update, then WaitReady, which must
+	// mean the new router Pod alone serves (the Deployment controller
+	// deletes the old one a while after the new one is Ready; a WaitReady
+	// that returned in between once saw both). A refused value is a failed
+	// rollout: the old Pod keeps serving and RouterReady stays True, the
+	// wait stops on the refusal, and the edit back leaves the old Pod alone
+	// again. No edit replaces an engine Pod.
+	t.Run("an extraArgs edit rolls a new router Pod; a refused one fails its rollout and is edited back", func(t *testing.T) {
+		engines := engineUIDs(ctx, t, d)
 		before, _ := d.RouterState(ctx)
-		if err := d.Update(ctx, func(m *api.ModelDeployment) { m.Spec.Router.ExtraArgs = []string{"--policy", "random"} }); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		after, _ := d.RouterState(ctx)
-		if len(after) != 1 || len(before) != 1 || after[0].UID == before[0].UID {
-			t.Fatalf("router Pods %v -> %v, want a new one", before, after)
+		for _, args := range [][]string{{"--policy", "random"}, {"--policy", "cache_aware"}, {"--policy", "random"}} {
+			if err := d.Update(ctx, func(m *api.ModelDeployment) { m.Spec.Router.ExtraArgs = args }); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := d.RouterState(ctx)
+			if len(after) != 1 || len(before) != 1 || after[0].UID == before[0].UID || !after[0].Ready {
+				t.Fatalf("edit to %q: router Pods %v -> %v right after WaitReady, want one new Ready Pod", args, before, after)
+			}
+			before = after
 		}
 		logs, err := d.RouterLogs(ctx, clusters.LogOptions{})
 		if err != nil || !strings.Contains(logs, "Random") {
 			t.Errorf("new router log: %v\n%s", err, logs)
 		}
 
+		serving := before[0]
 		if err := d.Update(ctx, func(m *api.ModelDeployment) { m.Spec.Router.ExtraArgs = []string{"--policy", "round_robbin"} }); err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +193,7 @@ func TestKubeTargetOnTheSim(t *testing.T) {
 			pods, _ := d.RouterState(ctx)
 			// Between restarts the container waits in CrashLoopBackOff.
 			if i := slices.IndexFunc(pods, func(p clusters.RouterPod) bool {
-				return p.LastExitCode != nil && p.Waiting == "CrashLoopBackOff"
+				return p.UID != serving.UID && p.LastExitCode != nil && p.Waiting == "CrashLoopBackOff"
 			}); i >= 0 {
 				crashed = pods[i]
 				break
@@ -188,11 +201,38 @@ func TestKubeTargetOnTheSim(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if crashed.LastExitCode == nil || *crashed.LastExitCode != 2 || crashed.Waiting != "CrashLoopBackOff" {
-			t.Fatalf("router state %+v, want CrashLoopBackOff after exit code 2", crashed)
+			t.Fatalf("router state %+v, want a new Pod in CrashLoopBackOff after exit code 2", crashed)
 		}
 		prev, err := d.RouterLogs(ctx, clusters.LogOptions{Previous: true})
 		if err != nil || !strings.Contains(prev, "invalid value 'round_robbin'") {
 			t.Errorf("previous log of the crashed router: %v\n%s", err, prev)
+		}
+		pods, _ := d.RouterState(ctx)
+		if !slices.ContainsFunc(pods, func(p clusters.RouterPod) bool { return p.UID == serving.UID && p.Ready }) {
+			t.Errorf("router Pods during the failed rollout %v: the old one (%s) must keep serving", pods, serving.Name)
+		}
+		obj, _ := d.Object(ctx)
+		if c := obj.Status.FindCondition(api.ConditionRouterReady); c == nil || c.Status != "True" {
+			t.Errorf("RouterReady during the failed rollout: %+v, want True (the old Pod is ready)", c)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = d.WaitReady(wctx, 100*time.Millisecond)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "last exit code 2") {
+			t.Errorf("WaitReady with the refused args = %v, want it to stop on the refusal", err)
+		}
+
+		if err := d.Update(ctx, func(m *api.ModelDeployment) { m.Spec.Router.ExtraArgs = []string{"--policy", "random"} }); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if pods, _ := d.RouterState(ctx); len(pods) != 1 || pods[0].UID != serving.UID {
+			t.Errorf("router Pods after the edit back: %v, want the old one alone (%s)", pods, serving.Name)
+		}
+		if after := engineUIDs(ctx, t, d); !maps.Equal(engines, after) {
+			t.Errorf("engine Pods %v -> %v: a router edit replaced them", engines, after)
 		}
 	})
 
@@ -208,6 +248,15 @@ func TestKubeTargetOnTheSim(t *testing.T) {
 			t.Errorf("the node still runs Pods of %s: %v", ns, left)
 		}
 	})
+}
+
+func engineUIDs(ctx context.Context, t *testing.T, d clusters.Deployment) map[string]string {
+	t.Helper()
+	rs, err := d.Replicas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clusters.ReplicaUIDs(rs)
 }
 
 func podNames(pods []corev1.Pod) []string {
