@@ -45,6 +45,9 @@ type RouterEdit struct {
 // EntryName implements Entry.
 func (RouterEdit) EntryName() string { return EntryRouterEdit }
 
+// String is what Ginkgo's log prints for the entry: its description.
+func (x RouterEdit) String() string { return x.Describe() }
+
 // Describe implements Describer.
 func (x RouterEdit) Describe() string {
 	engines := "engine Pods kept"
@@ -74,6 +77,9 @@ func (EditGuard) EntryName() string { return EntryEditGuard }
 
 // Describe implements Describer.
 func (x EditGuard) Describe() string { return x.Line }
+
+// String is what Ginkgo's log prints for the entry: its one line.
+func (x EditGuard) String() string { return x.Line }
 
 // EditSummary is what the run's edits of router args came to.
 type EditSummary struct {
