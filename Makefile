@@ -36,7 +36,7 @@ E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifac
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit e2e qualify repeat reliability test-apiserver bench fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit e2e qualify repeat reliability test-apiserver upstream-routers upstream-routers-lock bench fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
@@ -76,6 +76,12 @@ test-apiserver: ## the kube target against a real kube-apiserver, in a private n
 	@cd test/apiserver && missing=$$($(GO) run ./netns/cmd/missing) && \
 	  if [ -n "$$missing" ]; then echo "test-apiserver: skipped: $$missing"; exit 0; fi && \
 	  $(GO) test -count=1 -timeout $(APISERVER_TIMEOUT) ./...
+
+upstream-routers: ## install the routers' upstream code (PyPI wheels vllm-router, sglang-router; hash-checked) into .upstream-routers/; VLLM_ROUTER_VERSION= / SGLANG_ROUTER_VERSION= name others
+	@bash hack/upstream-routers.sh
+
+upstream-routers-lock: ## regenerate clusters/sim/upstream/requirements.txt (every dependency with its sha256) from requirements.in
+	@bash hack/upstream-routers.sh lock
 
 bench: ## benchmarks printing ratios against a peer measured in the same run
 	bash bench/run.sh

@@ -1,0 +1,291 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+)
+
+// Options say how an upstream router finds its workers.
+type Options struct {
+	// Kubeconfig, when set, is the kubeconfig of a real Kubernetes API:
+	// the process gets it as KUBECONFIG (what its Kubernetes client reads)
+	// and discovers workers by the rendered selectors itself. Empty: the
+	// static-workers row lists them from the container's Pods watcher.
+	Kubeconfig string
+	// Started, when set, is told each process's start.
+	Started func(Start)
+}
+
+// Start is one upstream process as it was started.
+type Start struct {
+	Pod     string
+	PID     int
+	Command []string
+	// Translations are the table rows that changed the argv.
+	Translations []string
+}
+
+// pollBound is how often the kubelet side looks for the process's ports.
+const pollBound = 20 * time.Millisecond
+
+// Program is the proc.Main that runs router's upstream launcher as the
+// router container: the argv translated by Translations, the process's
+// output as the container's log, its exit code as the container's. It
+// serves the Pod IP's HTTP and metrics ports once the process has bound
+// them on the Pod's loopback, through the Pod's HTTP faults. Cancelling
+// ctx is SIGTERM to the process group; c.Killed is SIGKILL.
+func (in *Install) Program(router string, opts Options) proc.Main {
+	return func(ctx context.Context, c *proc.Container) int {
+		code, err := in.run(ctx, c, router, opts)
+		if err != nil {
+			// The sim could not start the process: say why where a user
+			// looks, the container log, as a runtime's start error would be.
+			fmt.Fprintf(c.Stderr, "sim: upstream %s: %v\n", router, err)
+			return 128
+		}
+		return code
+	}
+}
+
+func (in *Install) run(ctx context.Context, c *proc.Container, router string, opts Options) (int, error) {
+	loopback, err := podLoopback(c)
+	if err != nil {
+		return 0, err
+	}
+	env := Env{Router: router, Loopback: loopback, Vocab: in.TiktokenEncodingsBase}
+	if opts.Kubeconfig == "" {
+		if c.Pods == nil {
+			return 0, errors.New("the container has no Pods watcher to list workers from, and no kubeconfig was given")
+		}
+		env.Discover = c.Pods.List
+	}
+	plan, err := Translate(c.Args, env)
+	if err != nil {
+		return 0, err
+	}
+	command, err := in.Command(router)
+	if err != nil {
+		return 0, err
+	}
+	httpPort, metricsPort, err := servedPorts(plan.Args)
+	if err != nil {
+		return 0, err
+	}
+
+	cmd := exec.Command(command[0], append(command[1:], plan.Args...)...)
+	cmd.Env = processEnv(c.Env, plan.Env, opts.Kubeconfig)
+	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
+	// Its own process group, so SIGTERM and SIGKILL reach whatever the
+	// launcher starts; and killed with the suite if the suite dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start %s: %w", command[0], err)
+	}
+	if opts.Started != nil {
+		opts.Started(Start{Pod: c.Pod.Name, PID: cmd.Process.Pid, Command: append(command, plan.Args...), Translations: plan.Rows})
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var fronts []*http.Server
+	serve := func(port int, before func(backend string) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if srv := front(c, loopback, port, exited, before); srv != nil {
+				mu.Lock()
+				fronts = append(fronts, srv)
+				mu.Unlock()
+			}
+		}()
+	}
+	// The HTTP port opens on the Pod IP once the static workers are
+	// registered, so nothing reaches a gateway that knows none yet.
+	serve(httpPort, func(backend string) error { return register(backend, plan.Register) })
+	if metricsPort != 0 {
+		serve(metricsPort, nil)
+	}
+
+	signal := func(sig syscall.Signal) { _ = syscall.Kill(-cmd.Process.Pid, sig) }
+	select {
+	case <-exited:
+	case <-c.Killed:
+		signal(syscall.SIGKILL)
+	case <-ctx.Done():
+		signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-c.Killed:
+			signal(syscall.SIGKILL)
+		}
+	}
+	<-exited
+	signal(syscall.SIGKILL) // whatever the launcher left in its group
+	wg.Wait()
+	for _, srv := range fronts {
+		if srv != nil {
+			_ = srv.Close()
+		}
+	}
+	var exit *exec.ExitError
+	if errors.As(waitErr, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return exit.ExitCode(), nil
+	}
+	if waitErr != nil {
+		return 0, waitErr
+	}
+	return 0, nil
+}
+
+// podLoopback is the Pod's private loopback address (what the kubelet
+// binds for 127.0.0.1).
+func podLoopback(c *proc.Container) (string, error) {
+	ln, err := c.Listen("127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("the Pod's loopback address: %w", err)
+	}
+	defer ln.Close()
+	host, _, err := net.SplitHostPort(ln.Addr().String())
+	return host, err
+}
+
+// servedPorts are the HTTP and metrics ports of the translated argv (0:
+// no metrics port rendered).
+func servedPorts(args []string) (httpPort, metricsPort int, err error) {
+	t := &translating{args: parseArgs(args)}
+	if _, ok := t.value("--port"); !ok {
+		return 0, 0, errors.New("no --port: the operator always renders --port=8081")
+	}
+	if httpPort, err = t.intValue("--port", 0); err != nil {
+		return 0, 0, err
+	}
+	metricsPort, err = t.intValue("--prometheus-port", 0)
+	return httpPort, metricsPort, err
+}
+
+// registerTimeout bounds each POST /workers.
+const registerTimeout = 10 * time.Second
+
+// register adds the workers through the router's own API, in order.
+func register(backend string, regs []Registration) error {
+	client := &http.Client{Timeout: registerTimeout}
+	for _, r := range regs {
+		body, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Post("http://"+backend+"/workers", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return fmt.Errorf("register worker %s: %w", r.URL, err)
+		}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("register worker %s: POST /workers answered %s: %s", r.URL, resp.Status, msg)
+		}
+	}
+	return nil
+}
+
+// processEnv is the launcher's environment: the container's, the host's
+// PATH and HOME, unbuffered Python output (so the log is live), and
+// KUBECONFIG only when a Kubernetes API is given; nothing else of the
+// suite's environment leaks in (a user's KUBECONFIG least of all).
+func processEnv(container, plan map[string]string, kubeconfig string) []string {
+	env := []string{"PYTHONUNBUFFERED=1"}
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "LANG"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for _, m := range []map[string]string{container, plan} {
+		for k, v := range m {
+			env = append(env, k+"="+v)
+		}
+	}
+	if kubeconfig != "" {
+		env = append(env, "KUBECONFIG="+kubeconfig)
+	}
+	return env
+}
+
+// front serves the Pod IP's port once the process has bound the same port
+// on the Pod's loopback (and before, when set, has returned), proxying
+// each request to it through the Pod's HTTP faults; it returns nil if the
+// process exits first or before fails (said on the container's stderr).
+func front(c *proc.Container, loopback string, port int, exited <-chan struct{}, before func(backend string) error) *http.Server {
+	backend := net.JoinHostPort(loopback, strconv.Itoa(port))
+	tick := time.NewTicker(pollBound)
+	defer tick.Stop()
+	for {
+		conn, err := net.DialTimeout("tcp", backend, time.Second)
+		if err == nil {
+			_ = conn.Close()
+			break
+		}
+		select {
+		case <-exited:
+			return nil
+		case <-tick.C:
+		}
+	}
+	if before != nil {
+		if err := before(backend); err != nil {
+			fmt.Fprintf(c.Stderr, "sim: upstream: %v\n", err)
+			return nil
+		}
+	}
+	ln, err := c.Listen(":" + strconv.Itoa(port))
+	if err != nil {
+		fmt.Fprintf(c.Stderr, "sim: upstream: serve the Pod's port %d: %v\n", port, err)
+		return nil
+	}
+	target := &url.URL{Scheme: "http", Host: backend}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host
+		},
+		// Streams relayed chunk by chunk, as the router writes them.
+		FlushInterval: -1,
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 1024,
+			DisableCompression:  true,
+		},
+		// The process went away mid-request: the client sees the
+		// connection end, as it would with the process itself.
+		ErrorHandler: func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) },
+	}
+	srv := &http.Server{Handler: c.Faults.Handler(port, rp), ReadHeaderTimeout: time.Minute,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-exited
+		_ = srv.Close()
+	}()
+	return srv
+}
