@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -69,7 +70,13 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 	if err != nil {
 		return 0, err
 	}
-	env := Env{Router: router, Loopback: loopback, Vocab: in.TiktokenEncodingsBase}
+	hub, err := closedHub(c)
+	if err != nil {
+		return 0, err
+	}
+	defer hub.Close()
+	env := Env{Router: router, Loopback: loopback, Vocab: in.TiktokenEncodingsBase,
+		HubEndpoint: "http://" + hub.Addr().String(), HubHome: filepath.Join(in.Dir, "hf-home")}
 	if opts.Kubeconfig == "" {
 		if c.Pods == nil {
 			return 0, errors.New("the container has no Pods watcher to list workers from, and no kubeconfig was given")
@@ -105,25 +112,39 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(exited) }()
 
+	// terminated is closed when the process is sent SIGTERM: both routers
+	// then shut their HTTP server down gracefully (stop accepting, close
+	// idle connections, finish what is in flight), and the front on the
+	// Pod IP, which stands in for the process's own listener, does too.
+	terminated := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var fronts []*http.Server
-	serve := func(port int, before func(backend string) error) {
+	serve := func(port int, before func(backend string) error, wrap func(http.Handler) http.Handler, drain <-chan struct{}) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if srv := front(c, loopback, port, exited, before); srv != nil {
+			if srv := front(c, loopback, port, exited, drain, before, wrap); srv != nil {
 				mu.Lock()
 				fronts = append(fronts, srv)
 				mu.Unlock()
 			}
 		}()
 	}
-	// The HTTP port opens on the Pod IP once the static workers are
-	// registered, so nothing reaches a gateway that knows none yet.
-	serve(httpPort, func(backend string) error { return register(backend, plan.Register) })
+	metricsBackend := ""
 	if metricsPort != 0 {
-		serve(metricsPort, nil)
+		metricsBackend = hostPort(loopback, metricsPort)
+	}
+	obs := newObserver(router, hostPort(loopback, httpPort), metricsBackend, time.Now())
+	// The HTTP port opens on the Pod IP once the static workers are
+	// registered, so nothing reaches a gateway that knows none yet; the
+	// operator's observer view is served on it (observer.go).
+	serve(httpPort, func(backend string) error { return register(backend, plan.Register) },
+		func(h http.Handler) http.Handler { return withObserver(obs, h) }, terminated)
+	if metricsPort != 0 {
+		// The metrics exporter is a server of its own, which serves until
+		// the process exits.
+		serve(metricsPort, nil, nil, nil)
 	}
 
 	signal := func(sig syscall.Signal) { _ = syscall.Kill(-cmd.Process.Pid, sig) }
@@ -133,6 +154,7 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 		signal(syscall.SIGKILL)
 	case <-ctx.Done():
 		signal(syscall.SIGTERM)
+		close(terminated)
 		select {
 		case <-exited:
 		case <-c.Killed:
@@ -170,6 +192,25 @@ func podLoopback(c *proc.Container) (string, error) {
 	defer ln.Close()
 	host, _, err := net.SplitHostPort(ln.Addr().String())
 	return host, err
+}
+
+// closedHub listens on the Pod's loopback and closes every connection it
+// accepts: the hub-offline row's stand-in for a hub out of reach.
+func closedHub(c *proc.Container) (net.Listener, error) {
+	ln, err := c.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("a closed hub address on the Pod's loopback: %w", err)
+	}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.Close()
+		}
+	}()
+	return ln, nil
 }
 
 // servedPorts are the HTTP and metrics ports of the translated argv (0:
@@ -234,9 +275,12 @@ func processEnv(container, plan map[string]string, kubeconfig string) []string {
 
 // front serves the Pod IP's port once the process has bound the same port
 // on the Pod's loopback (and before, when set, has returned), proxying
-// each request to it through the Pod's HTTP faults; it returns nil if the
+// each request to it (through wrap, when set) behind the Pod's HTTP
+// faults, until the process exits, or shuts down gracefully once drain is
+// closed; it returns nil if the
 // process exits first or before fails (said on the container's stderr).
-func front(c *proc.Container, loopback string, port int, exited <-chan struct{}, before func(backend string) error) *http.Server {
+func front(c *proc.Container, loopback string, port int, exited, drain <-chan struct{}, before func(backend string) error,
+	wrap func(http.Handler) http.Handler) *http.Server {
 	backend := net.JoinHostPort(loopback, strconv.Itoa(port))
 	tick := time.NewTicker(pollBound)
 	defer tick.Stop()
@@ -280,11 +324,32 @@ func front(c *proc.Container, loopback string, port int, exited <-chan struct{},
 		// connection end, as it would with the process itself.
 		ErrorHandler: func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) },
 	}
-	srv := &http.Server{Handler: c.Faults.Handler(port, rp), ReadHeaderTimeout: time.Minute,
+	// Full duplex, as the process's own socket is: by default an HTTP/1
+	// handler that writes its response closes what it has not read of the
+	// request body, and the proxy's last read of it (the check for its
+	// end, after the router has answered) then fails the backend
+	// connection mid-response.
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := &http.Server{Handler: c.Faults.Handler(port, h), ReadHeaderTimeout: time.Minute,
 		ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
-		<-exited
+		select {
+		case <-exited:
+		case <-drain:
+			// As the process's graceful shutdown: no new connection, idle
+			// ones closed, in-flight requests finish (or end with it).
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-exited; cancel() }()
+			_ = srv.Shutdown(ctx)
+			cancel()
+		}
 		_ = srv.Close()
 	}()
 	return srv

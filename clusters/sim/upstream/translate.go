@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -94,6 +95,20 @@ var Translations = []Translation{
 		apply: harmonyVocab,
 	},
 	{
+		Name: "hub-offline", Routers: []string{api.RouterVLLM, api.RouterSGLang},
+		Rendered: "(nothing)",
+		Upstream: "HF_ENDPOINT=http://<Pod loopback>:<port that closes every connection> HF_HOME=<install>/hf-home in the environment",
+		Why: "sgl-model-gateway registers a tokenizer for each new worker's model, from the tokenizer_path or model_path its " +
+			"/server_info reports (the sim's SGLang engine reports both, as SGLang does), downloading it from the Hugging Face hub; " +
+			"the suite's network traffic stays on loopback, so the hub is named at a port of the Pod's loopback that closes every " +
+			"connection: the download fails at once, and the gateway logs a warning and registers the worker (the step is not fatal), as on a cluster that cannot " +
+			"reach the hub. HF_HOME keeps a user's hub cache out. Its HTTP routers and policies never read the tokenizer, so " +
+			"routing is the same either way; vllm-router links the same hub client and gets the same environment",
+		Cite: "sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/core/steps/worker/local/register_tokenizer.rs, " +
+			"src/tokenizer/hub.rs (ApiBuilder::from_env); huggingface/hf-hub@v0.4.3:src/api/tokio.rs (HF_ENDPOINT, HF_HOME)",
+		apply: hubOffline,
+	},
+	{
 		Name: "static-workers", Routers: []string{api.RouterVLLM, api.RouterSGLang}, Static: true,
 		Rendered: "--service-discovery --service-discovery-namespace=NS --service-discovery-port=P --selector K=V... " +
 			"(or --prefill-selector/--decode-selector)",
@@ -146,6 +161,10 @@ type Env struct {
 	Discover func(namespace string, selector map[string]string) []proc.Pod
 	// Vocab is the directory holding o200k_base.tiktoken.
 	Vocab string
+	// HubEndpoint is where the hub client is sent (HF_ENDPOINT): an
+	// address that closes every connection. HubHome is an empty directory
+	// for its cache (HF_HOME).
+	HubEndpoint, HubHome string
 }
 
 // Translate plans the upstream run of a rendered router argv.
@@ -295,6 +314,15 @@ func harmonyVocab(t *translating) error {
 		return fmt.Errorf("no directory holding o200k_base.tiktoken (run %s)", InstallCommand)
 	}
 	t.plan.Env["TIKTOKEN_ENCODINGS_BASE"] = t.env.Vocab
+	return nil
+}
+
+func hubOffline(t *translating) error {
+	if t.env.HubEndpoint == "" || t.env.HubHome == "" {
+		return errors.New("no hub endpoint or HF_HOME directory to give the process")
+	}
+	t.plan.Env["HF_ENDPOINT"] = t.env.HubEndpoint
+	t.plan.Env["HF_HOME"] = t.env.HubHome
 	return nil
 }
 

@@ -56,6 +56,9 @@ func pod(name, ip, role string, annotations map[string]string) proc.Pod {
 		Labels: map[string]string{"app": "md", "role": role}, Annotations: annotations}}
 }
 
+// hub is the closed hub address a container's Program hands Translate.
+const hub = "http://127.0.2.9:40001"
+
 func TestTranslateTable(t *testing.T) {
 	servers := pods(pod("md-server-1", "127.0.3.2", "server", nil), pod("md-server-0", "127.0.3.1", "server", nil),
 		pod("other", "127.0.9.9", "prefill", nil))
@@ -71,50 +74,50 @@ func TestTranslateTable(t *testing.T) {
 		wantRegister string
 	}{{
 		name: "vllm-router, static workers in Pod name order, policy passed through",
-		env:  Env{Router: api.RouterVLLM, Loopback: "127.0.2.9", Discover: servers},
+		env:  Env{Router: api.RouterVLLM, Loopback: "127.0.2.9", HubEndpoint: hub, HubHome: "/h", Discover: servers},
 		argv: rendered(api.RouterVLLM, "--policy", "round_robin"),
 		want: "--host=127.0.2.9 --port=8081 --prometheus-host=127.0.2.9 --prometheus-port=9090 --kv-connector=mooncake " +
 			"--worker-urls http://127.0.3.1:8000 http://127.0.3.2:8000 --policy round_robin --worker-startup-check-interval=1",
-		wantRows: []string{"launcher", "bind-address", "startup-check-interval", "static-workers"},
+		wantRows: []string{"launcher", "bind-address", "startup-check-interval", "hub-offline", "static-workers"},
 	}, {
 		name: "vllm-router with a Kubernetes API keeps its discovery flags",
-		env:  Env{Router: api.RouterVLLM, Loopback: "127.0.2.9"},
+		env:  Env{Router: api.RouterVLLM, Loopback: "127.0.2.9", HubEndpoint: hub, HubHome: "/h"},
 		argv: rendered(api.RouterVLLM),
 		want: "--host=127.0.2.9 --port=8081 --prometheus-host=127.0.2.9 --prometheus-port=9090 --kv-connector=mooncake " +
 			"--service-discovery --service-discovery-namespace=ns --service-discovery-port=8000 --selector app=md role=server " +
 			"--worker-startup-check-interval=1",
-		wantRows: []string{"launcher", "bind-address", "startup-check-interval"},
+		wantRows: []string{"launcher", "bind-address", "startup-check-interval", "hub-offline"},
 	}, {
 		name: "sglang-gateway: IGW as clap implies it, clap's eviction default, workers registered as discovery would",
-		env:  Env{Router: api.RouterSGLang, Loopback: "127.0.2.9", Discover: servers, Vocab: "/v"},
+		env:  Env{Router: api.RouterSGLang, Loopback: "127.0.2.9", HubEndpoint: hub, HubHome: "/h", Discover: servers, Vocab: "/v"},
 		argv: rendered(api.RouterSGLang),
 		want: "--host=127.0.2.9 --port=8081 --prometheus-host=127.0.2.9 --prometheus-port=9090 " +
 			"--eviction-interval-secs=120 --enable-igw",
-		wantRows:     []string{"launcher", "bind-address", "eviction-interval", "igw", "harmony-vocab", "static-workers"},
+		wantRows:     []string{"launcher", "bind-address", "eviction-interval", "igw", "harmony-vocab", "hub-offline", "static-workers"},
 		wantRegister: "http://127.0.3.1:8000 http://127.0.3.2:8000",
 	}, {
 		name: "sglang-gateway: a user's --eviction-interval is respelled, not defaulted",
-		env:  Env{Router: api.RouterSGLang, Loopback: "127.0.2.9", Vocab: "/v"},
+		env:  Env{Router: api.RouterSGLang, Loopback: "127.0.2.9", HubEndpoint: hub, HubHome: "/h", Vocab: "/v"},
 		argv: rendered(api.RouterSGLang, "--eviction-interval", "30"),
 		want: "--host=127.0.2.9 --port=8081 --prometheus-host=127.0.2.9 --prometheus-port=9090 " +
 			"--service-discovery --service-discovery-namespace=ns --service-discovery-port=8000 --selector app=md role=server " +
 			"--eviction-interval-secs 30 --enable-igw",
-		wantRows: []string{"launcher", "bind-address", "eviction-interval", "igw", "harmony-vocab"},
+		wantRows: []string{"launcher", "bind-address", "eviction-interval", "igw", "harmony-vocab", "hub-offline"},
 	}, {
 		name: "vllm-router P/D: prefill with its bootstrap port annotation, then decode",
-		env:  Env{Router: api.RouterVLLM, Loopback: "127.0.2.9", Discover: pd},
+		env:  Env{Router: api.RouterVLLM, Loopback: "127.0.2.9", HubEndpoint: hub, HubHome: "/h", Discover: pd},
 		argv: renderedPD(api.RouterVLLM, "--prefill-policy", "round_robin"),
 		want: "--host=127.0.2.9 --port=8081 --prometheus-host=127.0.2.9 --prometheus-port=9090 --kv-connector=mooncake " +
 			"--prefill http://127.0.4.1:8000 8998 --decode http://127.0.4.2:8000 --vllm-pd-disaggregation " +
 			"--prefill-policy round_robin --worker-startup-check-interval=1",
-		wantRows: []string{"launcher", "bind-address", "startup-check-interval", "static-workers"},
+		wantRows: []string{"launcher", "bind-address", "startup-check-interval", "hub-offline", "static-workers"},
 	}, {
 		name: "sglang-gateway P/D registers prefill with its own annotation, then decode",
-		env:  Env{Router: api.RouterSGLang, Loopback: "127.0.2.9", Discover: pd, Vocab: "/v"},
+		env:  Env{Router: api.RouterSGLang, Loopback: "127.0.2.9", HubEndpoint: hub, HubHome: "/h", Discover: pd, Vocab: "/v"},
 		argv: renderedPD(api.RouterSGLang),
 		want: "--host=127.0.2.9 --port=8081 --prometheus-host=127.0.2.9 --prometheus-port=9090 " +
 			"--pd-disaggregation --eviction-interval-secs=120 --enable-igw",
-		wantRows:     []string{"launcher", "bind-address", "eviction-interval", "igw", "harmony-vocab", "static-workers"},
+		wantRows:     []string{"launcher", "bind-address", "eviction-interval", "igw", "harmony-vocab", "hub-offline", "static-workers"},
 		wantRegister: "http://127.0.4.1:8000(prefill,8999) http://127.0.4.2:8000(decode)",
 	}}
 	used := map[string]bool{}
@@ -148,6 +151,9 @@ func TestTranslateTable(t *testing.T) {
 			if strings.Join(reg, " ") != tc.wantRegister {
 				t.Errorf("registered\n got: %s\nwant: %s", strings.Join(reg, " "), tc.wantRegister)
 			}
+			if plan.Env["HF_ENDPOINT"] != hub || plan.Env["HF_HOME"] != "/h" {
+				t.Errorf("env %v lacks HF_ENDPOINT=%s HF_HOME=/h", plan.Env, hub)
+			}
 			if tc.env.Router == api.RouterSGLang && plan.Env["TIKTOKEN_ENCODINGS_BASE"] != "/v" {
 				t.Errorf("env %v lacks TIKTOKEN_ENCODINGS_BASE=/v", plan.Env)
 			}
@@ -175,9 +181,9 @@ func TestTranslateRefusals(t *testing.T) {
 		{"no upstream code for llm-d", `no upstream code for router "llm-d-router"`,
 			Env{Router: api.RouterLLMD}, nil},
 		{"an empty static list", `no Pod in namespace "ns" matches --selector app=md,role=server`,
-			Env{Router: api.RouterVLLM, Loopback: "127.0.2.9", Discover: pods()}, rendered(api.RouterVLLM)},
+			Env{Router: api.RouterVLLM, Loopback: "127.0.2.9", HubEndpoint: hub, HubHome: "/h", Discover: pods()}, rendered(api.RouterVLLM)},
 		{"a host other than the rendered wildcard", "--host=10.0.0.1",
-			Env{Router: api.RouterVLLM, Loopback: "127.0.2.9"}, []string{"--host=10.0.0.1"}},
+			Env{Router: api.RouterVLLM, Loopback: "127.0.2.9", HubEndpoint: hub, HubHome: "/h"}, []string{"--host=10.0.0.1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
