@@ -5,11 +5,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 )
 
@@ -81,5 +83,51 @@ func TestFrontIsFullDuplex(t *testing.T) {
 	b, err := io.ReadAll(r.resp.Body)
 	if err != nil || !strings.HasSuffix(string(b), "data: read 9 more\n\ndata: [DONE]\n\n") {
 		t.Fatalf("stream through the front: %q, %v", b, err)
+	}
+}
+
+// The observer view is the router's own worker list: healthy workers are
+// in selection unless their circuit-breaker gauge reads open; a router
+// that cannot say is a 503 naming what failed.
+func TestObserverViewFromTheRoutersWorkers(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/workers", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"workers":[{"url":"http://127.0.3.1:8000","worker_type":"regular","is_healthy":true},`+
+			`{"url":"http://127.0.3.2:8000","worker_type":"regular","is_healthy":true},`+
+			`{"url":"http://127.0.3.3:8000","worker_type":"regular","is_healthy":false}],"total":3}`)
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "# TYPE vllm_router_cb_state gauge\n"+
+			"vllm_router_cb_state{worker=\"http://127.0.3.1:8000\"} 0\nvllm_router_cb_state{worker=\"http://127.0.3.2:8000\"} 1\n")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { _ = http.Serve(ln, mux) }()
+	o := newObserver(api.RouterVLLM, ln.Addr().String(), ln.Addr().String(), time.Now())
+	doc, err := o.view(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range doc.Workers {
+		got = append(got, fmt.Sprintf("%s port=%s healthy=%t open=%t in=%t", w.URL, w.Port, w.Selection.Healthy, w.Selection.CircuitOpen, w.Selection.InSelection))
+	}
+	want := []string{
+		"http://127.0.3.1:8000 port=8000 healthy=true open=false in=true",
+		"http://127.0.3.2:8000 port=8000 healthy=true open=true in=false",
+		"http://127.0.3.3:8000 port=8000 healthy=false open=false in=false",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("view:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	gone := newObserver(api.RouterVLLM, "127.0.0.1:1", "", time.Now())
+	rec := httptest.NewRecorder()
+	gone.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/observer/endpoints", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "/workers") {
+		t.Errorf("an unreachable router: %d %q", rec.Code, rec.Body.String())
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
@@ -186,6 +187,25 @@ func TestUpstreamRoutersRouteThroughThePod(t *testing.T) {
 				// discovered ones do.
 				eventually(t, 30*time.Second, "both workers healthy", func() bool { return healthyWorkers(st.IP) == 2 })
 			}
+			// The operator's observer view, from the router's own worker list.
+			eventually(t, 30*time.Second, "the observer view lists both engines in selection", func() bool {
+				resp, err := http.Get("http://" + st.IP + ":8081" + operator.ObserverPath)
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				ws, err := operator.ParseObserver(b)
+				if err != nil || len(ws) != 2 {
+					return false
+				}
+				for _, w := range ws {
+					if !w.InSelection || !strings.HasPrefix(w.URL, "http://") || !strings.HasSuffix(w.URL, ":8000") {
+						return false
+					}
+				}
+				return true
+			})
 			for range 8 {
 				resp, err := http.Post("http://"+st.IP+":8081/v1/chat/completions", "application/json",
 					strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hello"}]}`))
