@@ -78,7 +78,19 @@ func (in Input) begin(spec, claim string) fixtures.Expectation {
 	in.check(spec)
 	exp := expectation(claim, in.Pair)
 	in.requireRunnable(in.Pair)
+	in.requireJudgeable(claim, in.Pair)
 	return exp
+}
+
+// requireJudgeable skips a claim the target says it cannot give a valid
+// outcome on p (clusters.ClaimLimiter), with the target's reason.
+func (t Target) requireJudgeable(claim string, p api.Pair) {
+	GinkgoHelper()
+	if l, ok := t.Cluster.(clusters.ClaimLimiter); ok {
+		if why := l.ClaimLimit(claim, p); why != "" {
+			Skip(fmt.Sprintf("target %s cannot judge %s on %s: %s", t.Env.Target, claim, p, why))
+		}
+	}
 }
 
 // requireConfigured skips a pair the config does not qualify.
