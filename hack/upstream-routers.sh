@@ -25,9 +25,9 @@ vr=${VLLM_ROUTER_VERSION:-}
 sg=${SGLANG_ROUTER_VERSION:-}
 
 say() { echo "upstream-routers: $*"; }
+# fail says what failed and how to fix it, on one line.
 fail() {
-  echo "upstream-routers: $1" >&2
-  echo "upstream-routers: fix: $2" >&2
+  echo "upstream-routers: $1; fix: $2" >&2
   exit 1
 }
 
@@ -45,13 +45,19 @@ case "$(uname -s)-$(uname -m)" in
        "run on Linux x86-64, or name served versions for this platform with VLLM_ROUTER_VERSION/SGLANG_ROUTER_VERSION" ;;
 esac
 
-# pipq runs pip quietly, keeping its output for the one-line failure.
+# pipq runs pip quietly, keeping its output for the one-line failure: the
+# index out of reach is said as such (pip then names only the first
+# package it could not find), anything else by pip's last error.
 pipq() {
   local log
   log=$(mktemp)
   if ! "$@" >"$log" 2>&1; then
     local last
-    last=$(grep -E 'ERROR|error|Could not|No matching|THESE PACKAGES' "$log" | tail -n 1)
+    if grep -qE 'NewConnectionError|Failed to establish a new connection|Network is unreachable|Temporary failure in name resolution|ConnectTimeoutError|Max retries exceeded' "$log"; then
+      last="the package index ${PIP_INDEX_URL:-https://pypi.org/simple} is out of reach: $(grep -oE "Failed to establish a new connection: [^')]*|Network is unreachable|Temporary failure in name resolution|ConnectTimeoutError" "$log" | head -n 1)"
+    else
+      last=$(grep -E 'ERROR|error|Could not|No matching|THESE PACKAGES' "$log" | tail -n 1)
+    fi
     rm -f "$log"
     echo "${last:-pip failed}"
     return 1
@@ -92,8 +98,8 @@ pip=("$dir/venv/bin/python" -m pip --disable-pip-version-check)
 if $pinned; then
   # Download first, so the manifest can name the exact files pip checked.
   if ! why=$(pipq "${pip[@]}" download --require-hashes --no-deps --only-binary=:all: -r "$req" -d "$dir/wheels"); then
-    fail "could not download the pinned routers and dependencies of clusters/sim/upstream/requirements.txt ($why)" \
-      "check access to PyPI (or set PIP_INDEX_URL to a mirror that serves vllm-router==0.1.15 and sglang-router==0.3.1), then run make upstream-routers"
+    fail "cannot download vllm-router==0.1.15 and sglang-router==0.3.1 with their dependencies (clusters/sim/upstream/requirements.txt): $why" \
+      "check access to PyPI (or set PIP_INDEX_URL to a mirror that serves them), then run make upstream-routers"
   fi
   if ! why=$(pipq "${pip[@]}" install --no-index --find-links "$dir/wheels" --require-hashes --no-deps -r "$req"); then
     fail "the downloaded wheels did not install ($why)" "rm -rf .upstream-routers && make upstream-routers"

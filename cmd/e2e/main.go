@@ -6,6 +6,7 @@
 //	e2e run     [flags]                          the suite once (make e2e)
 //	e2e qualify -version V [-baseline B] [flags] documented and extended claims, then a bundle (make qualify)
 //	e2e repeat  -n N [flags]                     the suite N times, then the flaky specs (make repeat)
+//	e2e upstream [flags]                         emulated and upstream routers, compared row by row (make test-upstream-routers)
 package main
 
 import (
@@ -35,7 +36,7 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout))
 }
 
-const usage = `usage: e2e run|qualify|repeat [flags]   (see make help)`
+const usage = `usage: e2e run|qualify|repeat|upstream [flags]   (see make help)`
 
 func run(ctx context.Context, args []string, out io.Writer) int {
 	if len(args) == 0 {
@@ -87,6 +88,8 @@ func run(ctx context.Context, args []string, out io.Writer) int {
 		return qualify(ctx, o, *version, *baseline)
 	case "repeat":
 		return repeat(ctx, o, *n)
+	case "upstream":
+		return upstreamRouters(ctx, o)
 	}
 	fmt.Fprintln(out, usage)
 	return 2
