@@ -79,6 +79,8 @@ const (
 	sglangLauncher = "sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/bindings/python/src/sglang_router/router_args.py"
 	sglangClap     = "sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/main.rs"
 	sglangBinding  = "sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/bindings/python/src/lib.rs"
+	// The gateway's config validation: Regular mode under discovery needs --selector.
+	sglangValidation = "sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/config/validation.rs"
 )
 
 // invalidChoice is argparse's refusal of value for flag, with choices.
@@ -196,7 +198,10 @@ const (
 	pdIGWBanner = `(?s)^the router's startup banner\nExpected the router's startup banner to show mode PrefillDecode \{ prefill_urls: \[\], decode_urls: \[\],.*\}, ` +
 		`but mode is Regular:\n.*mode: Regular \{ worker_urls: \[\] \}`
 	pdIGWWhy = "under IGW the PyO3 binding builds RoutingMode::Regular { worker_urls: [] } whatever --pd-disaggregation says, " +
-		"where clap's config keeps PrefillDecode with the pool policies; IGW's router manager builds the P/D router either " +
-		"way, and the pools' splits and counters (checked before the mode) held"
+		"where clap's config keeps PrefillDecode with the pool policies; with static workers IGW's router manager builds the " +
+		"P/D router either way, and the pools' splits and counters (checked before the mode) held. Under the routers' own " +
+		"discovery (the API-server tier) the same mode stops the launcher: \"Configuration error: Validation failed: Regular " +
+		"mode with service discovery requires a non-empty selector\", exit 1, since the operator renders only the pool " +
+		"selectors: through this front end the gateway cannot run the operator's P/D rendering at all"
 	staticSkip = `cannot judge killengine on .*: upstream router with a static worker list`
 )

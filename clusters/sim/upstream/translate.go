@@ -116,7 +116,8 @@ var Translations = []Translation{
 			"sglang-gateway (IGW, which ignores --worker-urls): POST /workers per Pod once the port is bound, with the body its " +
 			"discovery builds; for the Pods the selectors match when the container starts, in name order (a real API server's list order)",
 		Why: "service discovery needs a Kubernetes API and the plain sim has none; the Pods a fixed list names are those of " +
-			"the start, so claims that change membership are skipped there (the API-server tier runs them with real discovery)",
+			"the container's start, so a claim that replaces an engine Pod under a running router (killengine) is skipped there, " +
+			"and the API-server tier runs it with the routers' own discovery (MembershipClaims)",
 		Cite: "vllm-project/router@v0.1.15:src/service_discovery.rs; sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/service_discovery.rs " +
 			"(handle_pod_event: Job::AddWorker with the router's health settings), src/server.rs (POST /workers submits the same job)",
 		apply: staticWorkers,
