@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim/controller"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
@@ -73,45 +72,7 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	}
 	err := clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.namespace, Name: d.name, Get: d.Object,
 		Stuck: d.stuck, Poll: poll})
-	if err != nil {
-		if tail := d.routerLogTail(); tail != "" {
-			err = fmt.Errorf("%w\n%s", err, tail)
-		}
-	}
-	return err
-}
-
-// logTailLines is how much of the router's log a failed wait quotes.
-const logTailLines = 12
-
-// routerLogTail is the end of the router container's log, for a wait that
-// failed: the previous run's when it exited (its error), else the running
-// one's (what it waits for). A router that exits or never serves says why
-// in the failure itself, not only in the artifacts.
-func (d *deployment) routerLogTail() string {
-	obj := d.ctrl.Object()
-	if obj.Spec.Router == nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	previous := false
-	for _, p := range d.currentRouterPods(obj) {
-		previous = previous || p.LastExitCode != nil
-	}
-	text, err := d.RouterLogs(ctx, clusters.LogOptions{Previous: previous})
-	if err != nil || strings.TrimSpace(text) == "" {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(routerlog.StripANSI(text), "\n"), "\n")
-	if len(lines) > logTailLines {
-		lines = lines[len(lines)-logTailLines:]
-	}
-	which := "log"
-	if previous {
-		which = "previous log (the run that exited)"
-	}
-	return fmt.Sprintf("the router container's %s, last %d lines:\n  %s", which, len(lines), strings.Join(lines, "\n  "))
+	return clusters.WithRouterLog(err, d)
 }
 
 // stuck names a router that will never start as configured: every router
