@@ -276,9 +276,9 @@ func processEnv(container, plan map[string]string, kubeconfig string) []string {
 // front serves the Pod IP's port once the process has bound the same port
 // on the Pod's loopback (and before, when set, has returned), proxying
 // each request to it (through wrap, when set) behind the Pod's HTTP
-// faults, until the process exits, or shuts down gracefully once drain is
-// closed; it returns nil if the
-// process exits first or before fails (said on the container's stderr).
+// faults, until the process exits, or, once drain is closed, shutting
+// down gracefully. It returns nil if the process exits first or before
+// fails (said on the container's stderr).
 func front(c *proc.Container, loopback string, port int, exited, drain <-chan struct{}, before func(backend string) error,
 	wrap func(http.Handler) http.Handler) *http.Server {
 	backend := net.JoinHostPort(loopback, strconv.Itoa(port))
@@ -323,6 +323,9 @@ func front(c *proc.Container, loopback string, port int, exited, drain <-chan st
 		// The process went away mid-request: the client sees the
 		// connection end, as it would with the process itself.
 		ErrorHandler: func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) },
+		// What the proxy itself saw go wrong (a stream it had to cut) is
+		// the sim's, said as such in the container's log.
+		ErrorLog: log.New(c.Stderr, "sim: upstream front: ", 0),
 	}
 	// Full duplex, as the process's own socket is: by default an HTTP/1
 	// handler that writes its response closes what it has not read of the
