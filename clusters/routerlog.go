@@ -12,8 +12,10 @@ import (
 // logTailLines is how much of the router's log a failed wait quotes.
 const logTailLines = 12
 
-// logTailTimeout bounds reading it: the wait has already failed.
-const logTailTimeout = 5 * time.Second
+// logTailTimeout bounds reading it: the wait has already failed, and a
+// failure must come within its interval, not a log read later (an API
+// server that is down must not hold it up).
+const logTailTimeout = time.Second
 
 // WithRouterLog adds to a failed readiness wait the end of the router
 // container's log: the run that exited, when one did (its error), else the
