@@ -7,6 +7,8 @@
 package upstreamverdict
 
 import (
+	"slices"
+
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
@@ -97,7 +99,7 @@ func invalidFloat(flag, value string) Evidence {
 
 // Known is the one table of known differences. A row here must match
 // every spec it names, in both runs, or the comparison fails.
-var Known = []Difference{
+var Known = slices.Concat([]Difference{
 	{Claim: "badpolicy", Pair: vllm, Kind: FrontEnd, Emulated: Pass, Upstream: Fail,
 		Shows: []Evidence{
 			invalidChoice("--policy", "roundrobin", vllmChoices),
@@ -161,30 +163,30 @@ var Known = []Difference{
 		Why: "the launcher's --policy choices lack prefix_hash, which clap gateway-v0.3.1 and the library accept: the " +
 			"router exits 2 and the deployment never becomes Ready",
 		Cite: sglangLauncher + " (choices); " + sglangClap + " (--policy value_parser lists prefix_hash)"},
-	{Claim: "pdpools", Pair: vllm, Kind: StaticWorkers, Emulated: Pass, Upstream: Fail,
-		Shows: []Evidence{{Failure: pdStaticBanner}},
-		Why:   pdStaticWhy,
-		Cite:  vllmClap + "; " + vllmLauncher},
-	{Claim: "pdpolicies", Pair: vllm, Kind: StaticWorkers, Emulated: Pass, Upstream: Fail,
-		Shows: []Evidence{{Failure: pdStaticBanner}},
-		Why:   pdStaticWhy,
-		Cite:  vllmClap + "; " + vllmLauncher},
-	{Claim: "pdpools", Pair: sglang, Kind: FrontEnd, Emulated: Pass, Upstream: Fail,
-		Shows: []Evidence{{Failure: pdIGWBanner}},
-		Why:   pdIGWWhy,
-		Cite:  sglangBinding + " (mode under enable_igw); " + sglangClap + " (to_router_config)"},
-	{Claim: "pdpolicies", Pair: sglang, Kind: FrontEnd, Emulated: Pass, Upstream: Fail,
-		Shows: []Evidence{{Failure: pdIGWBanner}},
-		Why:   pdIGWWhy,
-		Cite:  sglangBinding + " (mode under enable_igw); " + sglangClap + " (to_router_config)"},
-	{Claim: "killengine", Pair: vllm, Kind: StaticWorkers, Emulated: Pass, Upstream: Skip,
-		Shows: []Evidence{{Reason: staticSkip}},
-		Why:   upstream.StaticLimit("killengine"),
-		Cite:  "vllm-project/router@v0.1.15:src/service_discovery.rs"},
-	{Claim: "killengine", Pair: sglang, Kind: StaticWorkers, Emulated: Pass, Upstream: Skip,
-		Shows: []Evidence{{Reason: staticSkip}},
-		Why:   upstream.StaticLimit("killengine"),
-		Cite:  "sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/service_discovery.rs"},
+}, pdBanner(vllm, StaticWorkers, pdStaticBanner, pdStaticWhy, vllmClap+"; "+vllmLauncher),
+	pdBanner(sglang, FrontEnd, pdIGWBanner, pdIGWWhy,
+		sglangBinding+" (mode under enable_igw); "+sglangClap+" (to_router_config); "+sglangValidation),
+	[]Difference{
+		staticSkipRow(vllm, "vllm-project/router@v0.1.15:src/service_discovery.rs"),
+		staticSkipRow(sglang, "sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/service_discovery.rs"),
+	})
+
+// pdBanner are the rows of the two P/D claims that share a deployment and
+// its banner (pdpools, pdpolicies): the same difference in both.
+func pdBanner(p api.Pair, kind, failure, why, cite string) []Difference {
+	var out []Difference
+	for _, claim := range []string{"pdpools", "pdpolicies"} {
+		out = append(out, Difference{Claim: claim, Pair: p, Kind: kind, Emulated: Pass, Upstream: Fail,
+			Shows: []Evidence{{Failure: failure}}, Why: why, Cite: cite})
+	}
+	return out
+}
+
+// staticSkipRow is killengine's row on a pair whose upstream router has a
+// static worker list: skipped with the sim's reason.
+func staticSkipRow(p api.Pair, cite string) Difference {
+	return Difference{Claim: "killengine", Pair: p, Kind: StaticWorkers, Emulated: Pass, Upstream: Skip,
+		Shows: []Evidence{{Reason: staticSkip}}, Why: upstream.StaticLimit("killengine"), Cite: cite}
 }
 
 // The P/D banner rows: the spec checks the banner's mode last, so its
