@@ -192,8 +192,8 @@ func (rt *router) removeWorker(w http.ResponseWriter, r *http.Request) {
 
 func (rt *router) available(role workers.Role) []*workers.Worker {
 	var out []*workers.Worker
-	for _, w := range rt.reg.All() {
-		if w.Role() == role && w.Available() {
+	for _, w := range rt.pool(role) {
+		if w.Available() {
 			out = append(out, w)
 		}
 	}

@@ -753,6 +753,51 @@ func TestVRPDEmptyPool(t *testing.T) {
 	}
 }
 
+// Worker::record_outcome is the only setter of cb_state: a worker that
+// never served has no series, one that did has its state after each
+// outcome. The P/D router records no outcome and leaves active_workers
+// unset (its only setter is the regular router).
+func TestVRCircuitSeriesOnlyAfterOutcomes(t *testing.T) {
+	pods := routertest.NewPods()
+	es := routertest.Fleet(t, 2, pods)
+	r := startVR(t, es, pods) // cache_aware: serial chats all go to one worker
+	for i := 0; i < 3; i++ {
+		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil); st != 200 {
+			t.Fatalf("chat %d: %d %s", i, st, b)
+		}
+	}
+	mfs := r.Metrics(t)
+	served := 0
+	for _, e := range es {
+		state, hasState := routertest.Value(mfs, "vllm_router_cb_state", map[string]string{"worker": e.URL()})
+		outcomes, _ := routertest.Value(mfs, "vllm_router_cb_outcomes_total", map[string]string{"worker": e.URL(), "outcome": "success"})
+		switch {
+		case e.Generations() == 3 && hasState && state == 0 && outcomes == 3:
+			served++
+		case e.Generations() == 0 && !hasState && outcomes == 0:
+		default:
+			t.Errorf("%s served %d: cb_state %v (%v), outcomes %v", e.Name, e.Generations(), state, hasState, outcomes)
+		}
+	}
+	if served != 1 {
+		t.Fatalf("%d workers served the serial chats, want 1", served)
+	}
+	if v, _ := routertest.Value(mfs, "vllm_router_active_workers", nil); v != 2 {
+		t.Errorf("active_workers %v", v)
+	}
+
+	pd, _, _ := startVRPD(t, 1, 1)
+	if st, _, b := routertest.Post(t, pd.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil); st != 200 {
+		t.Fatalf("P/D chat: %d %s", st, b)
+	}
+	mfs = pd.Metrics(t)
+	for _, name := range []string{"vllm_router_cb_state", "vllm_router_cb_outcomes_total", "vllm_router_active_workers"} {
+		if _, ok := mfs[name]; ok {
+			t.Errorf("%s exported in P/D mode", name)
+		}
+	}
+}
+
 func TestVRConsistentHashSameHeaderSameWorker(t *testing.T) {
 	pods := routertest.NewPods()
 	es := routertest.Fleet(t, 3, pods)
