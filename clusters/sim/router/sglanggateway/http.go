@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
@@ -49,12 +50,18 @@ func (rt *router) handler() http.Handler {
 }
 
 // httpMetrics is the HTTP layer's series: the request when it arrives, the
-// response (status and X-SMG-Error-Code) and the duration when it is done.
+// response (status and X-SMG-Error-Code) and the duration when it is done;
+// the active-connections gauge is the requests being handled, set when one
+// starts and when one ends (HttpMetricsMiddleware,
+// sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/middleware.rs).
 func (rt *router) httpMetrics(next http.Handler) http.Handler {
+	var active atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		path := normalizePath(r.URL.Path)
 		rt.m.httpRequests.WithLabelValues(r.Method, path).Inc()
+		rt.m.httpConnections.Set(float64(active.Add(1)))
+		defer func() { rt.m.httpConnections.Set(float64(active.Add(-1))) }()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
 		rt.m.httpResponses.WithLabelValues(strconv.Itoa(sw.status), sw.Header().Get("X-SMG-Error-Code")).Inc()

@@ -20,6 +20,7 @@ type metrics struct {
 	httpRequests     *prometheus.CounterVec
 	httpDuration     *prometheus.HistogramVec
 	httpResponses    *prometheus.CounterVec
+	httpConnections  *routerbase.Gauge
 	routerRequests   *prometheus.CounterVec
 	routerDuration   *prometheus.HistogramVec
 	routerErrors     *prometheus.CounterVec
@@ -46,11 +47,12 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	r := prometheus.NewRegistry()
-	return &metrics{
+	m := &metrics{
 		reg:              r,
 		httpRequests:     routerbase.CounterVec(r, "smg_http_requests_total", "Total HTTP requests by method and path", "method", "path"),
 		httpDuration:     routerbase.HistogramVec(r, "smg_http_request_duration_seconds", "HTTP request duration by method and path", "method", "path"),
 		httpResponses:    routerbase.CounterVec(r, "smg_http_responses_total", "Total HTTP responses by status_code and error_code", "status_code", "error_code"),
+		httpConnections:  routerbase.NewGauge(r, "smg_http_connections_active", "Currently active HTTP connections"),
 		routerRequests:   routerbase.CounterVec(r, "smg_router_requests_total", "Total routed requests by router_type, backend_type, connection_mode, model, endpoint, streaming", "router_type", "backend_type", "connection_mode", "model", "endpoint", "streaming"),
 		routerDuration:   routerbase.HistogramVec(r, "smg_router_request_duration_seconds", "Router request duration by router_type, backend_type, connection_mode, model, endpoint", "router_type", "backend_type", "connection_mode", "model", "endpoint"),
 		routerErrors:     routerbase.CounterVec(r, "smg_router_request_errors_total", "Router errors by router_type, backend_type, connection_mode, model, endpoint, error_type", "router_type", "backend_type", "connection_mode", "model", "endpoint", "error_type"),
@@ -78,6 +80,8 @@ func newMetrics() *metrics {
 			Outcomes:    routerbase.CounterVec(r, "smg_worker_cb_outcomes_total", "Circuit breaker outcomes by worker and outcome (success/failure)", "worker", "outcome"),
 		},
 	}
+	m.cb.ConsecutiveFailures, m.cb.ConsecutiveSuccesses = m.cbFailures, m.cbSuccesses
+	return m
 }
 
 func (m *metrics) backoff(d time.Duration, attempt uint32) {

@@ -233,7 +233,15 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 		return
 	}
 	rt.m.cb.State.WithLabelValues(t.URL).Set(0)
-	rt.pols.For(t.Role).AddWorker(t.URL, model)
+	// UpdatePoliciesStep seeds only the model's regular policy
+	// (init_cache_aware_policy); nothing in gateway-v0.3.1 calls
+	// init_pd_cache_aware_policies, so a cache_aware P/D pool has no tree
+	// for the model and picks a random healthy worker every time
+	// (sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/core/steps/worker/shared/update_policies.rs,
+	// src/policies/registry.rs, src/policies/cache_aware.rs select_worker).
+	if t.Role == workers.Regular {
+		rt.pols.Regular.AddWorker(t.URL, model)
+	}
 	rt.log.Info(siteActivated, "Activated 1 worker(s) (marked as healthy)")
 	rt.m.workerHealth.WithLabelValues(t.URL).Set(1)
 	rt.setPoolSize(t.Role, model)

@@ -3,6 +3,7 @@ package sglanggateway
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -472,6 +473,52 @@ func TestSGPDStreamHoldsLoadOnBothWorkers(t *testing.T) {
 	release()
 	<-done
 	routertest.Eventually(t, 5*time.Second, func() bool { return active(pres[0]) == 0 && active(decs[0]) == 0 }, "load not released after the stream")
+}
+
+// gateway-v0.3.1 never seeds the P/D pools' cache-aware trees
+// (init_pd_cache_aware_policies has no caller), so a cache_aware pool picks
+// a random healthy worker each time: one text sent 40 times reaches both
+// workers of each pool, where a tree would keep it on one.
+func TestSGPDCacheAwarePicksAtRandom(t *testing.T) {
+	r, pre, dec := startSGPD(t, 2, 2)
+	for i := 0; i < 40; i++ {
+		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "the same text", false), nil); st != 200 {
+			t.Fatalf("request %d: %d %s", i, st, b)
+		}
+	}
+	for pool, es := range map[string][]*routertest.Engine{"prefill": pre, "decode": dec} {
+		// Fewer than 5 of 40 on a fair coin: chance under 1e-6.
+		if a, b := es[0].Generations(), es[1].Generations(); a < 5 || b < 5 {
+			t.Errorf("%s split %d/%d: one text stays on one worker, as if the pool had a tree", pool, a, b)
+		}
+	}
+}
+
+// The circuit breaker publishes its consecutive counts after every
+// outcome, and the HTTP layer the requests it is handling
+// (publish_gauge_metrics; HttpMetricsMiddleware).
+func TestSGConsecutiveCountsAndActiveConnections(t *testing.T) {
+	pods := routertest.NewPods()
+	es := routertest.Fleet(t, 1, pods)
+	r := startSG(t, es, pods, "--policy", "round_robin")
+	for i := 0; i < 3; i++ {
+		routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+	}
+	es[0].FailNext(1, http.StatusInternalServerError)
+	routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+	mfs := r.Metrics(t)
+	w := map[string]string{"worker": es[0].URL()}
+	// The 500 is retried on the same (only) worker, which answers: 3
+	// successes, 1 failure, then 1 success.
+	if f, _ := routertest.Value(mfs, "smg_worker_cb_consecutive_failures", w); f != 0 {
+		t.Errorf("consecutive failures %v", f)
+	}
+	if s, _ := routertest.Value(mfs, "smg_worker_cb_consecutive_successes", w); s != 1 {
+		t.Errorf("consecutive successes %v", s)
+	}
+	if v, ok := routertest.Value(mfs, "smg_http_connections_active", nil); !ok || v != 0 {
+		t.Errorf("http_connections_active %v (%v) after the requests", v, ok)
+	}
 }
 
 func TestGracefulShutdownReturnsZero(t *testing.T) {
