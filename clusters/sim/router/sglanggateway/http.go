@@ -25,14 +25,14 @@ func (rt *router) handler() http.Handler {
 	post := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodPost, "POST", h)) }
 	get := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodGet, "GET", h)) }
 
-	post("/generate", rt.typed("/generate"))
-	post("/v1/chat/completions", rt.typed("/v1/chat/completions"))
-	post("/v1/completions", rt.typed("/v1/completions"))
-	post("/v1/responses", rt.typed("/v1/responses"))
-	post("/v1/embeddings", rt.typed("/v1/embeddings"))
-	post("/rerank", rt.typed("/v1/rerank"))
-	post("/v1/rerank", rt.typed("/v1/rerank"))
-	post("/v1/classify", rt.typed("/v1/classify"))
+	post("/generate", rt.typed("/generate", plainJSON))
+	post("/v1/chat/completions", rt.typed("/v1/chat/completions", validatedJSON))
+	post("/v1/completions", rt.typed("/v1/completions", plainJSON))
+	post("/v1/responses", rt.typed("/v1/responses", validatedJSON))
+	post("/v1/embeddings", rt.typed("/v1/embeddings", plainJSON))
+	post("/rerank", rt.typed("/v1/rerank", validatedJSON))
+	post("/v1/rerank", rt.typed("/v1/rerank", plainJSON))
+	post("/v1/classify", rt.typed("/v1/classify", plainJSON))
 
 	get("/liveness", func(w http.ResponseWriter, r *http.Request) { httpx.Text(w, http.StatusOK, "OK") })
 	get("/health", func(w http.ResponseWriter, r *http.Request) { httpx.Text(w, http.StatusOK, "OK") })
@@ -240,8 +240,41 @@ func forwardHeaders(in http.Header) http.Header {
 	return out
 }
 
+// Extractors of the typed routes: axum's Json, or the gateway's
+// ValidatedJson (chat, responses, /rerank), whose rejections are JSON.
+const (
+	plainJSON     = false
+	validatedJSON = true
+)
+
+// rejected answers an extractor rejection: axum's plain text for a Json
+// route, a 400 JSON error for a ValidatedJson one
+// (sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/protocols/validated.rs).
+func rejected(w http.ResponseWriter, validated bool, rej *httpx.Rejection) {
+	if !validated {
+		httpx.Text(w, rej.Status, rej.Text)
+		return
+	}
+	msg := "Failed to parse JSON: " + rej.Text
+	switch rej.Kind {
+	case httpx.DataError:
+		msg = "Invalid JSON data: " + rej.Text
+	case httpx.SyntaxError:
+		msg = "JSON syntax error: " + rej.Text
+	case httpx.MissingContentType:
+		msg = "Missing Content-Type: application/json header"
+	}
+	invalid(w, msg, "json_parse_error")
+}
+
+// invalid is ValidatedJson's 400: {"error":{"message","type","code"}}.
+func invalid(w http.ResponseWriter, message string, code any) {
+	writeRaw(w, http.StatusBadRequest, httpx.Ordered("error", json.RawMessage(httpx.Ordered(
+		"message", message, "type", "invalid_request_error", "code", code))))
+}
+
 // typed is the IGW RouterManager path plus route_typed_request.
-func (rt *router) typed(route string) http.HandlerFunc {
+func (rt *router) typed(route string, validated bool) http.HandlerFunc {
 	var required []string
 	switch route {
 	case "/v1/chat/completions":
@@ -252,8 +285,9 @@ func (rt *router) typed(route string) http.HandlerFunc {
 		required = []string{"model", "input"}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, obj, ok := httpx.ReadJSON(w, r, required...)
-		if !ok {
+		body, obj, rej := httpx.DecodeJSON(r, required...)
+		if rej != nil {
+			rejected(w, validated, rej)
 			return
 		}
 		stream, _ := obj["stream"].(bool)
@@ -264,7 +298,8 @@ func (rt *router) typed(route string) http.HandlerFunc {
 		}
 		if route == "/v1/chat/completions" {
 			if msgs, _ := obj["messages"].([]any); len(msgs) == 0 {
-				httpx.Text(w, http.StatusBadRequest, "messages cannot be empty")
+				// validate_messages, as the validator crate's errors print.
+				invalid(w, "messages: Validation error: messages cannot be empty [{\"value\": Array []}]", 400)
 				return
 			}
 		}

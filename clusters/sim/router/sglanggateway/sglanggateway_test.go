@@ -521,6 +521,32 @@ func TestSGConsecutiveCountsAndActiveConnections(t *testing.T) {
 	}
 }
 
+// Chat takes the gateway's ValidatedJson extractor: a rejection or a failed
+// validation is a 400 JSON error; completions take axum's Json, whose
+// rejections are plain text (as the wheel answers).
+func TestSGValidatedJSONErrors(t *testing.T) {
+	pods := routertest.NewPods()
+	es := routertest.Fleet(t, 1, pods)
+	r := startSG(t, es, pods)
+	for _, c := range []struct{ route, body, want string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[]}`,
+			`{"error":{"message":"messages: Validation error: messages cannot be empty [{\"value\": Array []}]","type":"invalid_request_error","code":400}}`},
+		{"/v1/chat/completions", `{not json`,
+			`{"error":{"message":"JSON syntax error: Failed to parse the request body as JSON: key must be a string at line 1 column 2","type":"invalid_request_error","code":"json_parse_error"}}`},
+		{"/v1/chat/completions", "{}\n x",
+			`{"error":{"message":"Invalid JSON data: Failed to deserialize the JSON body into the target type: missing field ` + "`messages`" + ` at line 1 column 2","type":"invalid_request_error","code":"json_parse_error"}}`},
+		{"/v1/completions", `{not json`, "Failed to parse the request body as JSON: key must be a string at line 1 column 2"},
+	} {
+		st, _, b := routertest.Post(t, r.Base()+c.route, c.body, nil)
+		if st != http.StatusBadRequest || string(b) != c.want {
+			t.Errorf("%s %s: %d %s\nwant 400 %s", c.route, c.body, st, b, c.want)
+		}
+	}
+	if es[0].Generations() != 0 {
+		t.Errorf("a refused request reached the engine")
+	}
+}
+
 func TestGracefulShutdownReturnsZero(t *testing.T) {
 	pods := routertest.NewPods()
 	es := routertest.Fleet(t, 1, pods)
