@@ -62,6 +62,7 @@ func (rt *router) httpMetrics(next http.Handler) http.Handler {
 		rt.m.httpRequests.WithLabelValues(r.Method, path).Inc()
 		rt.m.httpConnections.Set(float64(active.Add(1)))
 		defer func() { rt.m.httpConnections.Set(float64(active.Add(-1))) }()
+		defer rt.inflight.track()()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
 		rt.m.httpResponses.WithLabelValues(strconv.Itoa(sw.status), sw.Header().Get("X-SMG-Error-Code")).Inc()

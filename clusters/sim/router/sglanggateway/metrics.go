@@ -21,6 +21,7 @@ type metrics struct {
 	httpDuration     *prometheus.HistogramVec
 	httpResponses    *prometheus.CounterVec
 	httpConnections  *routerbase.Gauge
+	inflightAge      *prometheus.GaugeVec
 	routerRequests   *prometheus.CounterVec
 	routerDuration   *prometheus.HistogramVec
 	routerErrors     *prometheus.CounterVec
@@ -53,6 +54,7 @@ func newMetrics() *metrics {
 		httpDuration:     routerbase.HistogramVec(r, "smg_http_request_duration_seconds", "HTTP request duration by method and path", "method", "path"),
 		httpResponses:    routerbase.CounterVec(r, "smg_http_responses_total", "Total HTTP responses by status_code and error_code", "status_code", "error_code"),
 		httpConnections:  routerbase.NewGauge(r, "smg_http_connections_active", "Currently active HTTP connections"),
+		inflightAge:      routerbase.GaugeVec(r, "smg_http_inflight_request_age_count", "In-flight HTTP requests per age bucket (gt < age <= le, non-cumulative)", "gt", "le"),
 		routerRequests:   routerbase.CounterVec(r, "smg_router_requests_total", "Total routed requests by router_type, backend_type, connection_mode, model, endpoint, streaming", "router_type", "backend_type", "connection_mode", "model", "endpoint", "streaming"),
 		routerDuration:   routerbase.HistogramVec(r, "smg_router_request_duration_seconds", "Router request duration by router_type, backend_type, connection_mode, model, endpoint", "router_type", "backend_type", "connection_mode", "model", "endpoint"),
 		routerErrors:     routerbase.CounterVec(r, "smg_router_request_errors_total", "Router errors by router_type, backend_type, connection_mode, model, endpoint, error_type", "router_type", "backend_type", "connection_mode", "model", "endpoint", "error_type"),

@@ -74,6 +74,7 @@ type router struct {
 	healthCfg workers.HealthConfig
 	boot      time.Time
 	pending   routerbase.Pending
+	inflight  inflight
 }
 
 func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.Writer) int {
@@ -150,6 +151,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	}
 	routerbase.RunHealthChecks(bg, rt.reg, rt.healthCfg, rt.client, m.workerHealth)
 	bg.Go(rt.runLoadMonitor)
+	bg.Go(rt.runInflightSampler)
 	if cfg.Flags.Int("max-concurrent-requests") <= 0 {
 		log.Info(siteRateLimitOff, "Rate limiting is disabled (max_concurrent_requests = -1)")
 	}
