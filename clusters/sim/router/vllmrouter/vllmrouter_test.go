@@ -393,7 +393,7 @@ func TestVRNoWorkers503PlainText(t *testing.T) {
 		t.Fatalf("errors %v", v)
 	}
 	st, _, b = routertest.Get(t, r.Base()+"/readiness")
-	if st != 503 || string(b) != `{"status":"not_ready","reason":"no healthy workers available","total_workers":0}` {
+	if st != 503 || string(b) != `{"reason":"no healthy workers available","status":"not_ready","total_workers":0}` {
 		t.Fatalf("readiness %d %s", st, b)
 	}
 	if st, _, b := routertest.Get(t, r.Base()+"/health"); st != 200 || string(b) != "All servers healthy" {
@@ -405,9 +405,13 @@ func TestVRPublicRoutesAndFallbackProxy(t *testing.T) {
 	pods := routertest.NewPods()
 	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods)
+	// json! without preserve_order: keys sorted, as the wheel answers.
 	st, _, b := routertest.Get(t, r.Base()+"/readiness")
-	if st != 200 || string(b) != `{"status":"ready","healthy_workers":2,"total_workers":2}` {
+	if st != 200 || string(b) != `{"healthy_workers":2,"status":"ready","total_workers":2}` {
 		t.Fatalf("readiness %d %s", st, b)
+	}
+	if st, _, b := routertest.Get(t, r.Base()+"/get_loads"); st != 200 || !strings.HasPrefix(string(b), `{"workers":[{"load":0,"worker":"http://`) {
+		t.Fatalf("get_loads %d %s", st, b)
 	}
 	st, _, b = routertest.Get(t, r.Base()+"/v1/models")
 	if st != 200 || !strings.Contains(string(b), `"owned_by":"vllm"`) {
@@ -578,6 +582,17 @@ func TestVRConfigErrorExits1(t *testing.T) {
 	if code := r.Wait(t, 5*time.Second); code != 1 || !strings.Contains(r.Stderr.String(), `InvalidValue { field: "cache_threshold", value: "1.5", reason: "Must be between 0.0 and 1.0" }`) {
 		t.Fatalf("exit %d stderr %q", code, r.Stderr.String())
 	}
+	// power_of_two over one static worker: what the clap binary (and the
+	// wheel) refuse; under service discovery the count is not checked.
+	r = routertest.Start(t, Main, []string{"--host=0.0.0.0", "--port={PORT}", "--worker-urls", "http://127.0.0.1:1", "--policy", "power_of_two"}, nil, nil)
+	if code := r.Wait(t, 5*time.Second); code != 1 ||
+		r.Stderr.String() != "Error: IncompatibleConfig { reason: \"Power-of-two policy requires at least 2 workers\" }\n" ||
+		!strings.HasSuffix(r.Stdout.String(), "DEBUG: Validating configuration\n") {
+		t.Fatalf("exit %d stderr %q stdout tail %q", code, r.Stderr.String(), r.Stdout.String())
+	}
+	pods := routertest.NewPods()
+	es := routertest.Fleet(t, 1, pods)
+	startVR(t, es, pods, "--policy", "power_of_two")
 }
 
 // startVRPD runs the router over nPre prefill and nDec decode engines as
