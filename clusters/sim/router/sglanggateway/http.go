@@ -18,8 +18,8 @@ import (
 const errNoWorkers = "No available workers (all circuits open or unhealthy)"
 
 // handler is build_app: protected and public routes, admin routes, the
-// operator's observer view, a 404 fallback; request-id and HTTP-metrics
-// layers around everything.
+// operator's observer view under the request-id and HTTP-metrics layers,
+// and a 404 fallback outside them.
 func (rt *router) handler() http.Handler {
 	mux := http.NewServeMux()
 	post := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodPost, "POST", h)) }
@@ -44,9 +44,18 @@ func (rt *router) handler() http.Handler {
 	get("/get_loads", rt.getLoads)
 	get("/workers", rt.listWorkers)
 	get(routerbase.ObserverPath, routerbase.ObserverHandler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
 
-	return httpx.RequestID(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(httpx.LimitBody(rt.cfg.MaxPayload, mux)))
+	routes := httpx.RequestID(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(httpx.LimitBody(rt.cfg.MaxPayload, mux)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			// build_app adds its fallback (sink_handler, a bare 404) after
+			// its layers, so an unknown path gets no request id and counts
+			// in no HTTP series (sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/server.rs).
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		routes.ServeHTTP(w, r)
+	})
 }
 
 // httpMetrics is the HTTP layer's series: the request when it arrives, the

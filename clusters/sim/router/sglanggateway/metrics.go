@@ -122,12 +122,14 @@ func errorTypeFromStatus(status int) string {
 	return "internal_error"
 }
 
-// normalizePath is normalize_path_for_metrics: dynamic id segments become
-// "{id}".
+// normalizePath is normalize_path_for_metrics: dynamic id segments past
+// the second become "{id}" (sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/middleware.rs).
 func normalizePath(p string) string {
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
-		if isDynamicID(s) {
+		// Only from the third segment on ("/v1/responses/{id}"): the
+		// leading empty one counts, so /get_model_info stays as it is.
+		if i > 2 && s != "" && isDynamicID(s) {
 			segs[i] = "{id}"
 		}
 	}

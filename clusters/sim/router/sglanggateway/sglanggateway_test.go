@@ -281,15 +281,33 @@ func TestSGFallbackIs404AndHealthOK(t *testing.T) {
 	pods := routertest.NewPods()
 	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods)
-	if st, _, b := routertest.Get(t, r.Base()+"/tokenize/x"); st != 404 || len(b) != 0 {
-		t.Fatalf("fallback %d %q", st, b)
+	// The fallback sits outside the request-id and HTTP-metrics layers.
+	st, h, b := routertest.Get(t, r.Base()+"/tokenize/x")
+	if st != 404 || len(b) != 0 || h.Get("X-Request-Id") != "" {
+		t.Fatalf("fallback %d %q %v", st, b, h)
 	}
 	if es[0].Count("/tokenize/x") != 0 {
 		t.Fatalf("fallback proxied")
 	}
-	for _, p := range []string{"/health", "/liveness"} {
-		if st, _, b := routertest.Get(t, r.Base()+p); st != 200 || string(b) != "OK" {
-			t.Fatalf("%s %d %s", p, st, b)
+	for _, p := range []string{"/health", "/liveness", "/get_model_info"} {
+		if st, h, b := routertest.Get(t, r.Base()+p); st != 200 || (p != "/get_model_info" && string(b) != "OK") || h.Get("X-Request-Id") == "" {
+			t.Fatalf("%s %d %s %v", p, st, b, h)
+		}
+	}
+	mfs := r.Metrics(t)
+	if _, ok := routertest.Value(mfs, "smg_http_requests_total", map[string]string{"path": "/tokenize/x"}); ok {
+		t.Errorf("the fallback counted in smg_http_requests_total")
+	}
+	if _, ok := routertest.Value(mfs, "smg_http_responses_total", map[string]string{"status_code": "404"}); ok {
+		t.Errorf("the fallback counted in smg_http_responses_total")
+	}
+	// Only segments past the second are ids: /get_model_info is itself.
+	if v, _ := routertest.Value(mfs, "smg_http_requests_total", map[string]string{"path": "/get_model_info"}); v != 1 {
+		t.Errorf("/get_model_info counted %v times under its own path", v)
+	}
+	for in, want := range map[string]string{"/get_model_info": "/get_model_info", "/v1/responses/resp_0123456789": "/v1/responses/{id}", "/workers/42": "/workers/42", "/v1/workers/42": "/v1/workers/{id}"} {
+		if got := normalizePath(in); got != want {
+			t.Errorf("normalizePath(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
