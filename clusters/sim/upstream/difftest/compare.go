@@ -116,13 +116,13 @@ func (d *Deployment) pickCell(orders map[string]Order, r Result) (positions, eng
 	return strings.Join(ps, " / "), strings.Join(es, " / ")
 }
 
-// answer is a request's outcome as compared: the status, and the router's
-// own body when it is not 2xx (an error it wrote).
+// answer is a request's outcome as compared: the status, and the body when
+// it is not 2xx or the step compares it (Step.Whole).
 func answer(r Result) string {
 	if r.Err != nil {
 		return "error: " + r.Err.Error()
 	}
-	if r.Status/100 == 2 {
+	if r.Body == "" {
 		return strconv.Itoa(r.Status)
 	}
 	return strconv.Itoa(r.Status) + " " + r.Body

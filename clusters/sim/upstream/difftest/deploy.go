@@ -337,6 +337,59 @@ func (d *Deployment) describe(err error, r *Router) error {
 	return fmt.Errorf("%s router: %w; log tail:\n  %s", r.Impl, err, strings.Join(lines, "\n  "))
 }
 
+// fault makes the engines at candidate positions pos (comma-separated) of
+// r's order answer status to every inference request until lift is
+// called.
+func (d *Deployment) fault(r *Router, pos string, status int) (lift func(), err error) {
+	orders, err := d.Orders(r)
+	if err != nil {
+		return nil, err
+	}
+	var lifts []func()
+	lift = func() {
+		for _, l := range lifts {
+			l()
+		}
+	}
+	for _, want := range strings.Split(pos, ",") {
+		e, ok := d.atPosition(orders, want)
+		if !ok {
+			lift()
+			return nil, fmt.Errorf("no engine at candidate position %s", want)
+		}
+		port, _ := strconv.Atoi(e.URL[strings.LastIndexByte(e.URL, ':')+1:])
+		l, err := d.k.InjectHTTPFault(e.Pod.Namespace, e.Pod.Name, proc.HTTPFault{Port: port, PathPrefix: "/v1/", Status: status,
+			Body: `{"error":{"message":"injected","type":"InternalServerError","code":` + strconv.Itoa(status) + `}}`})
+		if err != nil {
+			lift()
+			return nil, err
+		}
+		lifts = append(lifts, l)
+	}
+	return lift, nil
+}
+
+// atPosition is the engine at a candidate position such as r0 or p1.
+func (d *Deployment) atPosition(orders map[string]Order, pos string) (Engine, bool) {
+	for _, pool := range d.Pools() {
+		for i, label := range orders[pool].Labels {
+			if pool[:1]+strconv.Itoa(i) == pos {
+				return d.engineByLabel(label)
+			}
+		}
+	}
+	return Engine{}, false
+}
+
+func (d *Deployment) engineByLabel(label string) (Engine, bool) {
+	for _, e := range d.Engines {
+		if e.Label == label {
+			return e, true
+		}
+	}
+	return Engine{}, false
+}
+
 // Exit waits for the router's container to end and returns its exit code.
 func (d *Deployment) Exit(ctx context.Context, r *Router) (int32, error) {
 	var code int32

@@ -106,6 +106,23 @@ var vllmRouterCases = []dt.Case{
 		Steps: answerSteps,
 	},
 	{
+		Name:  "vllm-router/retries",
+		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2, Args: []string{"--policy", "round_robin", "--retry-initial-backoff-ms", "1"}},
+		Steps: retrySteps,
+	},
+	{
+		Name:  "vllm-router/get-routes",
+		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2},
+		Steps: []dt.Step{
+			dt.Get("liveness", "/liveness").Compared(),
+			dt.Get("health", "/health").Compared(),
+			dt.Get("readiness", "/readiness").Compared(),
+			dt.Get("models, the first worker's", "/v1/models"),
+			dt.Get("server info, the first worker's", "/get_server_info"),
+			dt.Get("an unknown path: the transparent proxy", "/no/such/path"),
+		},
+	},
+	{
 		Name:  "vllm-router/round_robin",
 		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 3, Args: []string{"--policy", "round_robin"}},
 		Steps: []dt.Step{
@@ -218,6 +235,25 @@ var sglangGatewayCases = []dt.Case{
 		Steps: answerSteps,
 	},
 	{
+		Name:  "sglang-gateway/retries",
+		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2, Args: []string{"--policy", "round_robin", "--retry-initial-backoff-ms", "1"}},
+		Steps: retrySteps,
+	},
+	{
+		Name:  "sglang-gateway/get-routes",
+		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2},
+		Steps: []dt.Step{
+			dt.Get("liveness", "/liveness").Compared(),
+			dt.Get("health", "/health").Compared(),
+			dt.Get("readiness", "/readiness").Compared(),
+			dt.Get("models, from the registry", "/v1/models").Compared(),
+			dt.Get("server info", "/get_server_info").Compared(),
+			dt.Get("model info, the first worker's", "/get_model_info"),
+			dt.Get("health_generate", "/health_generate").Compared(),
+			dt.Get("an unknown path: 404", "/no/such/path").Compared(),
+		},
+	},
+	{
 		Name:  "sglang-gateway/round_robin",
 		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 3, Args: []string{"--policy", "round_robin"}},
 		Steps: []dt.Step{
@@ -319,6 +355,17 @@ var answerSteps = []dt.Step{
 	dt.Raw("no prompt, on two lines", "/v1/completions", "{\"model\":\n\""+dt.Model+"\"}"),
 	dt.Raw("EOF in a completion", "/v1/completions", `{"prompt":"abc`),
 	dt.Chat("after the errors", "hello"),
+}
+
+// retrySteps (round robin over two): a 503 is retried, the policy run
+// again on each attempt; a 404 is relayed as it is; when every worker
+// answers 503 the retries run out.
+var retrySteps = []dt.Step{
+	dt.Chat("r0 answers 503: retried on r1", "hello").Faulted("r0", 503),
+	dt.Chat("r0 answers 404: relayed, no retry", "hello").Faulted("r0", 404),
+	dt.Chat("no fault", "hello"),
+	dt.Chat("every worker answers 503: retries run out", "hello").Faulted("r0,r1", 503),
+	dt.Chat("no fault", "hello").Times(2),
 }
 
 func systemChat(note, system, user string) dt.Step {

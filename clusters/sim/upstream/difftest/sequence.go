@@ -32,6 +32,17 @@ type Step struct {
 	// Raw, when set, is sent as the body instead, byte for byte (bodies a
 	// router must refuse).
 	Raw string
+	// Get sends a GET of Route instead (no body).
+	Get bool
+	// Whole compares a 2xx answer's body too (an answer the router builds
+	// itself; an engine's carries ids and times).
+	Whole bool
+	// Fault, when set, makes the engines at these candidate positions of
+	// the router's order (e.g. "r0" or "r0,r1") answer every inference
+	// request with FaultStatus while the step runs, as a chaos proxy in
+	// their Pods would (the engines never see those requests).
+	Fault       string
+	FaultStatus int
 	// Header are request headers besides Content-Type.
 	Header map[string]string
 	// Hold keeps the request in flight (max_tokens HoldTokens, or Tokens
@@ -59,6 +70,15 @@ func Completion(note, prompt string) Step {
 func Generate(note, text string) Step {
 	return Step{Note: note, Route: "/generate", Body: map[string]any{"text": text, "sampling_params": map[string]any{"max_new_tokens": 1}}}
 }
+
+// Get is a GET of route.
+func Get(note, route string) Step { return Step{Note: note, Route: route, Get: true} }
+
+// Faulted makes the engine at position pos answer status during s.
+func (s Step) Faulted(pos string, status int) Step { s.Fault, s.FaultStatus = pos, status; return s }
+
+// Compared compares s's 2xx body too.
+func (s Step) Compared() Step { s.Whole = true; return s }
 
 // Raw is a step posting body as it is.
 func Raw(note, route, body string) Step { return Step{Note: note, Route: route, Raw: body} }
@@ -219,6 +239,9 @@ func (d *Deployment) Start(ctx context.Context, r *Router, steps []Step) (*Runni
 		if err := early(); err != nil {
 			return nil, err
 		}
+		if s.Hold && s.Fault != "" {
+			return nil, fmt.Errorf("step %q: a held request cannot carry a fault", s.Note)
+		}
 		body := map[string]any{"max_tokens": 1}
 		if s.Route == "/generate" {
 			body = map[string]any{}
@@ -238,12 +261,25 @@ func (d *Deployment) Start(ctx context.Context, r *Router, steps []Step) (*Runni
 		i := idx
 		idx++
 		results[i] = Result{Note: s.Note, Held: s.Hold}
+		lift := func() {}
+		if s.Fault != "" {
+			if lift, err = d.fault(r, s.Fault, s.FaultStatus); err != nil {
+				return nil, fmt.Errorf("request #%d (%s): %w", i+1, s.Note, err)
+			}
+		}
 		send := func() {
-			status, text, err := post(ctx, r.Base()+s.Route, body, s.Raw, s.Header)
+			var status int
+			var text string
+			var err error
+			if s.Get {
+				status, text, err = get(ctx, r.Base()+s.Route)
+			} else {
+				status, text, err = post(ctx, r.Base()+s.Route, body, s.Raw, s.Header)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			results[i].Status, results[i].Err = status, err
-			if status/100 != 2 {
+			if status/100 != 2 || s.Whole {
 				results[i].Body = text
 			}
 		}
@@ -263,6 +299,7 @@ func (d *Deployment) Start(ctx context.Context, r *Router, steps []Step) (*Runni
 			})
 		} else {
 			send()
+			lift()
 			cur, err = d.waitArrivals(ctx, func(map[string]int) bool { return true })
 		}
 		if err != nil {
@@ -305,6 +342,21 @@ func (d *Deployment) picks(before, after map[string]int) map[string][]string {
 		}
 	}
 	return out
+}
+
+// get sends one GET and reads the whole answer.
+func get(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	text, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, strings.TrimSpace(string(text)), err
 }
 
 // post sends one JSON request (raw, when set, as the body) and reads the
