@@ -445,4 +445,6 @@ var pdSteps = []dt.Step{
 	dt.Completion("completion while two are held", fox),
 	dt.Drain(),
 	dt.Chat("after the drain", "hello"),
+	dt.Chat("streamed chat", lorem).Field("stream", true),
+	dt.Completion("streamed completion", jugs).Field("stream", true),
 }
