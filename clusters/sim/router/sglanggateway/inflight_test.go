@@ -1,24 +1,12 @@
 package sglanggateway
 
 import (
-	"io"
-	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routertest"
 )
-
-// post is a POST from a goroutine other than the test's.
-func post(url, body string) {
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-}
 
 // Ages count in whole seconds into non-cumulative buckets, gt < age <= le.
 func TestInflightAgeBuckets(t *testing.T) {
@@ -52,7 +40,7 @@ func TestInflightSamplerPublishesHeldRequests(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		post(r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false))
+		routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
 	}()
 	age := func(gt, le string) float64 {
 		v, _ := routertest.Value(r.Metrics(t), "smg_http_inflight_request_age_count", map[string]string{"gt": gt, "le": le})

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/rust/debug"
 )
 
 // The vLLM P/D router takes the typed request (ChatCompletionRequest,
@@ -148,23 +150,14 @@ func serdeNumber(n json.Number) string {
 	return serdeFloat(f)
 }
 
-// serdeFloat is ryu's shortest form as serde_json prints an f64: decimal
-// notation with ".0" on whole numbers, scientific outside 1e-5..1e16.
+// serdeFloat is ryu's shortest form as serde_json prints an f64: ".0" on
+// whole numbers, exponent form outside 1e-5..1e16, null for what JSON
+// cannot hold.
 func serdeFloat(f float64) string {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return "null"
 	}
-	a := math.Abs(f)
-	if a != 0 && (a < 1e-5 || a >= 1e16) {
-		mant, exp, _ := strings.Cut(strconv.FormatFloat(f, 'e', -1, 64), "e")
-		n, _ := strconv.Atoi(exp)
-		return mant + "e" + strconv.Itoa(n)
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
+	return debug.Shortest(f, 64, 1e-5)
 }
 
 // writeSerdeString escapes as serde_json does: quotes, backslashes and

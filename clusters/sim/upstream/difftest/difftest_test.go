@@ -1,48 +1,17 @@
 package difftest_test
 
 import (
-	"context"
-	"os"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 	dt "github.com/gpustack/routing-conformance/clusters/sim/upstream/difftest"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
 )
 
-// install is the project's upstream install; without one the test skips,
-// except under CI=true, where a tier that cannot run fails.
-func install(t *testing.T) *upstream.Install {
-	t.Helper()
-	in, err := upstream.Load("")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %v", err)
-		}
-		t.Skip(err)
-	}
-	return in
-}
-
-func newKubelet(t *testing.T) *kubelet.Kubelet {
-	t.Helper()
-	k := kubelet.New(kubelet.Options{})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := k.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return k
-}
-
 func TestDifferential(t *testing.T) {
-	in := install(t)
-	k := newKubelet(t)
+	in := upstreamtest.Install(t)
+	k := upstreamtest.Kubelet(t)
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
@@ -68,7 +37,38 @@ func session(note, id string) dt.Step {
 	return dt.Chat(note, "hello").Field("session_params", map[string]any{"session_id": id})
 }
 
-var cases = slices.Concat(vllmRouterCases, sglangGatewayCases)
+var cases = slices.Concat(vllmRouterCases, sglangGatewayCases, bothRouters)
+
+// bothRouters are the cases run the same way on each router; kind is the
+// request the threshold sequences use (vllm-router's chat routes on "",
+// so its prefix cases take completions).
+var bothRouters = slices.Concat(both(api.RouterVLLM, dt.Completion), both(api.RouterSGLang, dt.Chat))
+
+func both(router string, kind func(note, text string) dt.Step) []dt.Case {
+	setup := func(workers int, args ...string) dt.Setup {
+		return dt.Setup{Router: router, Workers: workers, Args: args}
+	}
+	return []dt.Case{
+		{Name: router + "/answers", Setup: setup(2), Steps: answerSteps},
+		{Name: router + "/retries", Setup: setup(2, "--policy", "round_robin", "--retry-initial-backoff-ms", "1"), Steps: retrySteps},
+		{Name: router + "/round_robin", Setup: setup(3, "--policy", "round_robin"), Steps: []dt.Step{
+			dt.Chat("chat", "hello").Times(4),
+			dt.Completion("completion shares the counter", fox).Times(3),
+			dt.Chat("held", "hello").Held().Times(2),
+			dt.Chat("round robin ignores load", "hello"),
+		}},
+		{Name: router + "/random", Setup: setup(2, "--policy", "random"), Compare: dt.Drawn, Check: uniform(40),
+			Steps: []dt.Step{dt.Chat("chat", "hello").Times(40)}},
+		{Name: router + "/power_of_two", Setup: setup(2, "--policy", "power_of_two"), Compare: dt.Drawn, Check: heldNotAvoided(20),
+			Steps: []dt.Step{
+				dt.Chat("held: the load a load-aware pick would avoid", "hello").HeldFor(8000),
+				dt.Chat("chat while one is held", "hello").Times(20),
+			}},
+		{Name: router + "/cache-threshold", Setup: setup(2, "--cache-threshold", "0.5"), Steps: thresholdSteps(kind)},
+		{Name: router + "/balance-abs-threshold", Setup: setup(2, "--balance-abs-threshold", "1"), Steps: absSteps(kind)},
+		{Name: router + "/balance-rel-threshold", Setup: setup(2, "--balance-abs-threshold", "0", "--balance-rel-threshold", "3"), Steps: relSteps(kind)},
+	}
+}
 
 // vllmRouterCases: vllm-router v0.1.15 over vLLM engines. Its chat routes
 // on session_params.session_id (else ""), its completions on the prompt.
@@ -101,16 +101,6 @@ var vllmRouterCases = []dt.Case{
 		Steps: []dt.Step{dt.Chat("serial chat", "hello").Times(4)},
 	},
 	{
-		Name:  "vllm-router/answers",
-		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2},
-		Steps: answerSteps,
-	},
-	{
-		Name:  "vllm-router/retries",
-		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2, Args: []string{"--policy", "round_robin", "--retry-initial-backoff-ms", "1"}},
-		Steps: retrySteps,
-	},
-	{
 		Name:  "vllm-router/get-routes",
 		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2},
 		Steps: []dt.Step{
@@ -123,33 +113,6 @@ var vllmRouterCases = []dt.Case{
 		},
 	},
 	{
-		Name:  "vllm-router/round_robin",
-		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 3, Args: []string{"--policy", "round_robin"}},
-		Steps: []dt.Step{
-			dt.Chat("chat", "hello").Times(4),
-			dt.Completion("completion shares the counter", fox).Times(3),
-			dt.Chat("held", "hello").Held().Times(2),
-			dt.Chat("round robin ignores load", "hello"),
-		},
-	},
-	{
-		Name:    "vllm-router/random",
-		Setup:   dt.Setup{Router: api.RouterVLLM, Workers: 2, Args: []string{"--policy", "random"}},
-		Steps:   []dt.Step{dt.Chat("chat", "hello").Times(40)},
-		Compare: dt.Drawn,
-		Check:   uniform(40),
-	},
-	{
-		Name:  "vllm-router/power_of_two",
-		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2, Args: []string{"--policy", "power_of_two"}},
-		Steps: []dt.Step{
-			dt.Chat("held: the load a load-aware pick would avoid", "hello").HeldFor(8000),
-			dt.Chat("chat while one is held", "hello").Times(20),
-		},
-		Compare: dt.Drawn,
-		Check:   heldNotAvoided(20),
-	},
-	{
 		Name:    "vllm-router/consistent_hash",
 		Setup:   dt.Setup{Router: api.RouterVLLM, Workers: 3, Args: []string{"--policy", "consistent_hash"}},
 		Steps:   hashSteps,
@@ -159,21 +122,6 @@ var vllmRouterCases = []dt.Case{
 		Name:    "vllm-router/rendezvous_hash",
 		Setup:   dt.Setup{Router: api.RouterVLLM, Workers: 3, Args: []string{"--policy", "rendezvous_hash"}},
 		Refused: "argument --policy: invalid choice: 'rendezvous_hash'",
-	},
-	{
-		Name:  "vllm-router/cache-threshold",
-		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2, Args: []string{"--cache-threshold", "0.5"}},
-		Steps: thresholdSteps(dt.Completion),
-	},
-	{
-		Name:  "vllm-router/balance-abs-threshold",
-		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2, Args: []string{"--balance-abs-threshold", "1"}},
-		Steps: absSteps(dt.Completion),
-	},
-	{
-		Name:  "vllm-router/balance-rel-threshold",
-		Setup: dt.Setup{Router: api.RouterVLLM, Workers: 2, Args: []string{"--balance-abs-threshold", "0", "--balance-rel-threshold", "3"}},
-		Steps: relSteps(dt.Completion),
 	},
 	{
 		Name:  "vllm-router/pd-cache_aware",
@@ -230,16 +178,6 @@ var sglangGatewayCases = []dt.Case{
 		},
 	},
 	{
-		Name:  "sglang-gateway/answers",
-		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2},
-		Steps: answerSteps,
-	},
-	{
-		Name:  "sglang-gateway/retries",
-		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2, Args: []string{"--policy", "round_robin", "--retry-initial-backoff-ms", "1"}},
-		Steps: retrySteps,
-	},
-	{
 		Name:  "sglang-gateway/get-routes",
 		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2},
 		Steps: []dt.Step{
@@ -252,33 +190,6 @@ var sglangGatewayCases = []dt.Case{
 			dt.Get("health_generate", "/health_generate").Compared(),
 			dt.Get("an unknown path: 404", "/no/such/path").Compared(),
 		},
-	},
-	{
-		Name:  "sglang-gateway/round_robin",
-		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 3, Args: []string{"--policy", "round_robin"}},
-		Steps: []dt.Step{
-			dt.Chat("chat", "hello").Times(4),
-			dt.Completion("completion shares the counter", fox).Times(3),
-			dt.Chat("held", "hello").Held().Times(2),
-			dt.Chat("round robin ignores load", "hello"),
-		},
-	},
-	{
-		Name:    "sglang-gateway/random",
-		Setup:   dt.Setup{Router: api.RouterSGLang, Workers: 2, Args: []string{"--policy", "random"}},
-		Steps:   []dt.Step{dt.Chat("chat", "hello").Times(40)},
-		Compare: dt.Drawn,
-		Check:   uniform(40),
-	},
-	{
-		Name:  "sglang-gateway/power_of_two",
-		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2, Args: []string{"--policy", "power_of_two"}},
-		Steps: []dt.Step{
-			dt.Chat("held: the load a load-aware pick would avoid", "hello").HeldFor(8000),
-			dt.Chat("chat while one is held", "hello").Times(20),
-		},
-		Compare: dt.Drawn,
-		Check:   heldNotAvoided(20),
 	},
 	{
 		Name:  "sglang-gateway/manual",
@@ -294,21 +205,6 @@ var sglangGatewayCases = []dt.Case{
 		Name:    "sglang-gateway/prefix_hash",
 		Setup:   dt.Setup{Router: api.RouterSGLang, Workers: 2, Args: []string{"--policy", "prefix_hash"}},
 		Refused: "argument --policy: invalid choice: 'prefix_hash'",
-	},
-	{
-		Name:  "sglang-gateway/cache-threshold",
-		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2, Args: []string{"--cache-threshold", "0.5"}},
-		Steps: thresholdSteps(dt.Chat),
-	},
-	{
-		Name:  "sglang-gateway/balance-abs-threshold",
-		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2, Args: []string{"--balance-abs-threshold", "1"}},
-		Steps: absSteps(dt.Chat),
-	},
-	{
-		Name:  "sglang-gateway/balance-rel-threshold",
-		Setup: dt.Setup{Router: api.RouterSGLang, Workers: 2, Args: []string{"--balance-abs-threshold", "0", "--balance-rel-threshold", "3"}},
-		Steps: relSteps(dt.Chat),
 	},
 	{
 		Name:  "sglang-gateway/pd-round_robin",

@@ -346,17 +346,7 @@ func (d *Deployment) picks(before, after map[string]int) map[string][]string {
 
 // get sends one GET and reads the whole answer.
 func get(ctx context.Context, url string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	text, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, strings.TrimSpace(string(text)), err
+	return send(ctx, http.MethodGet, url, nil, nil)
 }
 
 // post sends one JSON request (raw, when set, as the body) and reads the
@@ -369,11 +359,18 @@ func post(ctx context.Context, url string, body map[string]any, raw string, head
 	if raw != "" {
 		b = []byte(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	h := map[string]string{"Content-Type": "application/json"}
+	for k, v := range header {
+		h[k] = v
+	}
+	return send(ctx, http.MethodPost, url, b, h)
+}
+
+func send(ctx context.Context, method, url string, body []byte, header map[string]string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

@@ -126,30 +126,8 @@ func (p *serdeParser) value() string {
 }
 
 func (p *serdeParser) object() string {
-	first := true
-	for {
-		if !p.skipSpace() {
-			return p.peekErr("EOF while parsing an object")
-		}
-		c := p.b[p.i]
-		switch {
-		case c == '}':
-			p.i++
-			return ""
-		case c == ',' && !first:
-			p.i++
-			if !p.skipSpace() {
-				return p.peekErr("EOF while parsing a value")
-			}
-			c = p.b[p.i]
-			if c == '}' {
-				return p.peekErr("trailing comma")
-			}
-		case !first:
-			return p.peekErr("expected `,` or `}`")
-		}
-		first = false
-		if c != '"' {
+	return p.container('}', "an object", func() string {
+		if p.b[p.i] != '"' {
 			return p.peekErr("key must be a string")
 		}
 		p.i++
@@ -170,18 +148,33 @@ func (p *serdeParser) object() string {
 			return e
 		}
 		p.path = p.path[:len(p.path)-1]
-	}
+		return ""
+	})
 }
 
 func (p *serdeParser) list() string {
-	first, n := true, 0
-	for {
-		if !p.skipSpace() {
-			return p.peekErr("EOF while parsing a list")
+	n := 0
+	return p.container(']', "a list", func() string {
+		p.path = append(p.path, segment{index: n})
+		n++
+		if e := p.value(); e != "" {
+			return e
 		}
-		c := p.b[p.i]
-		switch {
-		case c == ']':
+		p.path = p.path[:len(p.path)-1]
+		return ""
+	})
+}
+
+// container parses an object's or a list's rest, after its opening
+// bracket: elements separated by commas up to end, each parsed by elem
+// from its first byte (serde_json's MapAccess and SeqAccess).
+func (p *serdeParser) container(end byte, what string, elem func() string) string {
+	for first := true; ; first = false {
+		if !p.skipSpace() {
+			return p.peekErr("EOF while parsing " + what)
+		}
+		switch c := p.b[p.i]; {
+		case c == end:
 			p.i++
 			return ""
 		case c == ',' && !first:
@@ -189,19 +182,15 @@ func (p *serdeParser) list() string {
 			if !p.skipSpace() {
 				return p.peekErr("EOF while parsing a value")
 			}
-			if p.b[p.i] == ']' {
+			if p.b[p.i] == end {
 				return p.peekErr("trailing comma")
 			}
 		case !first:
-			return p.peekErr("expected `,` or `]`")
+			return p.peekErr("expected `,` or `" + string(end) + "`")
 		}
-		p.path = append(p.path, segment{index: n})
-		n++
-		first = false
-		if e := p.value(); e != "" {
+		if e := elem(); e != "" {
 			return e
 		}
-		p.path = p.path[:len(p.path)-1]
 	}
 }
 
@@ -268,31 +257,31 @@ func (p *serdeParser) number() string {
 	if p.i >= len(p.b) {
 		return p.err("EOF while parsing a value")
 	}
-	digits := func() int {
+	// someDigits reads one or more digits, else the error serde_json gives.
+	someDigits := func() string {
 		n := 0
 		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
 			p.i++
 			n++
 		}
-		return n
-	}
-	switch c := p.b[p.i]; {
-	case c == '0':
-		p.i++
-	case c >= '1' && c <= '9':
-		digits()
-	default:
+		switch {
+		case n > 0:
+			return ""
+		case p.i >= len(p.b):
+			return p.err("EOF while parsing a value")
+		}
 		p.i++
 		return p.err("invalid number")
 	}
+	if p.b[p.i] == '0' {
+		p.i++
+	} else if e := someDigits(); e != "" {
+		return e
+	}
 	if p.i < len(p.b) && p.b[p.i] == '.' {
 		p.i++
-		if digits() == 0 {
-			if p.i >= len(p.b) {
-				return p.err("EOF while parsing a value")
-			}
-			p.i++
-			return p.err("invalid number")
+		if e := someDigits(); e != "" {
+			return e
 		}
 	}
 	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
@@ -300,12 +289,8 @@ func (p *serdeParser) number() string {
 		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
 			p.i++
 		}
-		if digits() == 0 {
-			if p.i >= len(p.b) {
-				return p.err("EOF while parsing a value")
-			}
-			p.i++
-			return p.err("invalid number")
+		if e := someDigits(); e != "" {
+			return e
 		}
 	}
 	return ""
