@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -230,7 +231,11 @@ func servedPorts(args []string) (httpPort, metricsPort int, err error) {
 // registerTimeout bounds each POST /workers.
 const registerTimeout = 10 * time.Second
 
-// register adds the workers through the router's own API, in order.
+// register adds the workers through the router's own API, in order, each
+// once the one before is in the registry: POST /workers only queues a
+// registration job and the gateway runs its jobs concurrently, so without
+// the wait its model index (the IGW candidate order, registration order)
+// would be the order the jobs happen to finish in, not the list's.
 func register(backend string, regs []Registration) error {
 	client := &http.Client{Timeout: registerTimeout}
 	for _, r := range regs {
@@ -247,8 +252,38 @@ func register(backend string, regs []Registration) error {
 		if resp.StatusCode/100 != 2 {
 			return fmt.Errorf("register worker %s: POST /workers answered %s: %s", r.URL, resp.Status, msg)
 		}
+		if err := waitListed(client, backend, r.URL); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// listedWorker is what waitListed reads of a GET /workers entry.
+type listedWorker struct {
+	URL string `json:"url"`
+}
+
+// waitListed waits until GET /workers lists url.
+func waitListed(client *http.Client, backend, url string) error {
+	deadline := time.Now().Add(registerTimeout)
+	for {
+		var list struct {
+			Workers []listedWorker `json:"workers"`
+		}
+		resp, err := client.Get("http://" + backend + "/workers")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+		}
+		if err == nil && slices.ContainsFunc(list.Workers, func(w listedWorker) bool { return w.URL == url }) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("register worker %s: not in GET /workers %s after POST /workers (last error: %v)", url, registerTimeout, err)
+		}
+		time.Sleep(pollBound)
+	}
 }
 
 // processEnv is the launcher's environment: the container's, the host's

@@ -20,21 +20,8 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
 )
-
-// install is the project's upstream install; without one the live tests
-// skip, except under CI=true, where a tier that cannot run fails.
-func install(t *testing.T) *upstream.Install {
-	t.Helper()
-	in, err := upstream.Load("")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %v", err)
-		}
-		t.Skip(err)
-	}
-	return in
-}
 
 // engine is a minimal OpenAI engine for the routers: /health,
 // /server_info, /v1/models and the generation routes, answering with the
@@ -78,19 +65,6 @@ func engine(served *sync.Map) proc.Main {
 }
 
 var mu sync.Mutex
-
-func newKubelet(t *testing.T) *kubelet.Kubelet {
-	t.Helper()
-	k := kubelet.New(kubelet.Options{})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := k.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return k
-}
 
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -162,7 +136,7 @@ func processGone(pid int) bool { return errors.Is(syscall.Kill(pid, 0), syscall.
 // process serves, round robin splits 8 chats 4/4, the banner and the
 // metric names are the library's, and a delete ends the process.
 func TestUpstreamRoutersRouteThroughThePod(t *testing.T) {
-	in := install(t)
+	in := upstreamtest.Install(t)
 	for _, tc := range []struct {
 		router, banner, metric string
 	}{
@@ -170,7 +144,7 @@ func TestUpstreamRoutersRouteThroughThePod(t *testing.T) {
 		{api.RouterSGLang, "policy: RoundRobin", "smg_"},
 	} {
 		t.Run(tc.router, func(t *testing.T) {
-			k := newKubelet(t)
+			k := upstreamtest.Kubelet(t)
 			served := &sync.Map{}
 			engines(t, k, served, 2)
 			started := make(chan upstream.Start, 4)
@@ -255,8 +229,8 @@ func TestUpstreamRoutersRouteThroughThePod(t *testing.T) {
 // TestUpstreamBadPolicyExitsWithTheLauncherError: argparse, not clap, is
 // the launchers' front end; the container shows its error and exit 2.
 func TestUpstreamBadPolicyExitsWithTheLauncherError(t *testing.T) {
-	in := install(t)
-	k := newKubelet(t)
+	in := upstreamtest.Install(t)
+	k := upstreamtest.Kubelet(t)
 	served := &sync.Map{}
 	engines(t, k, served, 1)
 	started := make(chan upstream.Start, 8)
@@ -279,8 +253,8 @@ func TestUpstreamBadPolicyExitsWithTheLauncherError(t *testing.T) {
 
 // TestUpstreamKillIsSIGKILL: a zero-grace delete kills the process at once.
 func TestUpstreamKillIsSIGKILL(t *testing.T) {
-	in := install(t)
-	k := newKubelet(t)
+	in := upstreamtest.Install(t)
+	k := upstreamtest.Kubelet(t)
 	served := &sync.Map{}
 	engines(t, k, served, 1)
 	started := make(chan upstream.Start, 2)
