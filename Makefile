@@ -40,7 +40,7 @@ E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifac
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver bench bench-dist fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver test-upstream-routers upstream-routers upstream-routers-lock bench bench-dist fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
@@ -88,6 +88,19 @@ test-apiserver: ## the kube target against a real kube-apiserver, in a private n
 	@cd test/apiserver && missing=$$($(GO) run ./netns/cmd/missing) && \
 	  if [ -n "$$missing" ]; then echo "test-apiserver: skipped: $$missing"; exit 0; fi && \
 	  $(GO) test -count=1 -timeout $(APISERVER_TIMEOUT) ./...
+
+upstream-routers: ## install the routers' upstream code (PyPI wheels vllm-router, sglang-router; hash-checked) into .upstream-routers/; VLLM_ROUTER_VERSION= / SGLANG_ROUTER_VERSION= name others
+	@bash hack/upstream-routers.sh
+
+test-upstream-routers: e2e-runner ## the suite with the routers' upstream code (make upstream-routers) and with the emulations, compared row by row (docs/upstream-routers.md)
+	@if ! bash hack/upstream-routers.sh; then \
+	  if [ "$${CI:-}" = true ]; then echo "test-upstream-routers: failed: the upstream routers cannot be installed (the line above says why); CI=true"; exit 1; fi; \
+	  echo "test-upstream-routers: skipped: the upstream routers cannot be installed (the line above says why)"; exit 0; \
+	fi
+	@bin/e2e upstream $(E2E_FLAGS) -nodes=$(TEST_GINKGO_NODES)
+
+upstream-routers-lock: ## regenerate clusters/sim/upstream/requirements.txt (every dependency with its sha256) from requirements.in
+	@bash hack/upstream-routers.sh lock
 
 bench: ## benchmarks printing ratios against a peer measured in the same run; the driver's overhead per concurrency
 	bash bench/run.sh

@@ -184,6 +184,9 @@ type PairSupport struct {
 	Supported bool `json:"supported"`
 	// Reason explains an unsupported pair (shown as the skip reason).
 	Reason string `json:"reason,omitempty"`
+	// RouterCode is which code runs as the pair's router, on a target that
+	// runs routers itself (routercode.go); nil on a cluster.
+	RouterCode *RouterCode `json:"routerCode,omitempty"`
 }
 
 // Supports reports whether the target can run router+engine, and why not.

@@ -228,6 +228,7 @@ func environment(r types.Report, meta Meta) Environment {
 		OperatorVersion:   meta.Environment.OperatorVersion,
 		GPU:               meta.Environment.GPUProduct,
 		RouterImage:       meta.Environment.RouterImage,
+		RouterCode:        routerCode(meta.Environment),
 		GinkgoNodes:       r.SuiteConfig.ParallelTotal,
 		LabelFilter:       r.SuiteConfig.LabelFilter,
 		RandomSeed:        r.SuiteConfig.RandomSeed,

@@ -76,6 +76,9 @@ func qualifies(r *Report) string {
 func targetPhrase(e Environment) string {
 	switch e.Target {
 	case TargetSim:
+		if up := upstreamRouters(e.RouterCode); up != "" {
+			return "on the simulator with upstream routers (" + up + ")"
+		}
 		return "on the simulator"
 	case "":
 		return "on an unknown target"
@@ -107,7 +110,7 @@ func envBlock(r *Report) []EnvRow {
 	}
 	switch e.Target {
 	case TargetSim:
-		add("Target", "simulator (sim): the operator, routers and engines are emulated in-process on loopback; no GPU")
+		add("Target", simTarget(e.RouterCode))
 	case "":
 		add("Target", "not known: the suite stopped before it read its config")
 	default:
@@ -126,6 +129,9 @@ func envBlock(r *Report) []EnvRow {
 	add("Kubernetes", e.KubernetesVersion)
 	add("Model", e.Model)
 	add("Router image", e.RouterImage)
+	for _, c := range routerCodeRows(e.RouterCode) {
+		add(c.Name, c.Value)
+	}
 	add("Routers", strings.Join(e.Routers, ", "))
 	for _, en := range e.Engines {
 		v := en.Version

@@ -96,21 +96,24 @@ type Environment struct {
 	Target string `json:"target"`
 	// Cluster names the cluster (kube, kind): its kubeconfig context or
 	// API server.
-	Cluster           string       `json:"cluster,omitempty"`
-	KubernetesVersion string       `json:"kubernetesVersion,omitempty"`
-	OperatorVersion   string       `json:"operatorVersion,omitempty"`
-	GPU               string       `json:"gpu,omitempty"`
-	Model             string       `json:"model,omitempty"`
-	RouterImage       string       `json:"routerImage,omitempty"`
-	Engines           []EngineInfo `json:"engines,omitempty"`
-	Routers           []string     `json:"routers,omitempty"`
-	Replicas          int32        `json:"replicas,omitempty"`
-	Requests          int          `json:"requests,omitempty"`
-	ConfigFile        string       `json:"configFile,omitempty"`
-	GinkgoNodes       int          `json:"ginkgoNodes"`
-	LabelFilter       string       `json:"labelFilter,omitempty"`
-	RandomSeed        int64        `json:"randomSeed"`
-	Notes             []string     `json:"notes,omitempty"`
+	Cluster           string `json:"cluster,omitempty"`
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	OperatorVersion   string `json:"operatorVersion,omitempty"`
+	GPU               string `json:"gpu,omitempty"`
+	Model             string `json:"model,omitempty"`
+	RouterImage       string `json:"routerImage,omitempty"`
+	// RouterCode is which code ran as each pair's router, where the target
+	// runs routers itself (routercode.go).
+	RouterCode  []PairRouterCode `json:"routerCode,omitempty"`
+	Engines     []EngineInfo     `json:"engines,omitempty"`
+	Routers     []string         `json:"routers,omitempty"`
+	Replicas    int32            `json:"replicas,omitempty"`
+	Requests    int              `json:"requests,omitempty"`
+	ConfigFile  string           `json:"configFile,omitempty"`
+	GinkgoNodes int              `json:"ginkgoNodes"`
+	LabelFilter string           `json:"labelFilter,omitempty"`
+	RandomSeed  int64            `json:"randomSeed"`
+	Notes       []string         `json:"notes,omitempty"`
 	// Cost is what the run's deployments held of the target.
 	Cost CostSummary `json:"cost"`
 	// Edits are the framework's edits of router args, and the guard's

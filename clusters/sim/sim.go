@@ -33,6 +33,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/kvevents"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
 
 // Versions the sim reports for the simulated programs.
@@ -40,6 +41,9 @@ const (
 	VLLMRouterVersion    = "vllm-router v0.1.15 (simulated)"
 	SGLangGatewayVersion = "sgl-model-gateway gateway-v0.3.1 (simulated)"
 )
+
+// emulatorsNote says what runs on the sim.
+const emulatorsNote = "engines and routers are Go emulators on loopback addresses; there is no GPU"
 
 // LLMDRouterVersion is the llm-d-router the sim's epp and envoy emulate.
 const LLMDRouterVersion = "llm-d-router v0.10.0 epp + envoy (simulated)"
@@ -110,6 +114,13 @@ type Options struct {
 	// max-score-picker; 0 lets each EPP seed from the clock as the real one
 	// does. Either way Deployment.PickerSeeds reports the seed each EPP used.
 	PickerSeed uint64
+	// UpstreamRouters, when set, runs the routers' upstream code from this
+	// install (package upstream) as the router containers of vllm-router
+	// and sglang-gateway, with static worker lists (the sim has no
+	// Kubernetes API); llm-d-router stays emulated (its code is published
+	// nowhere this project can install it from). A Programs field set for
+	// one of those routers wins.
+	UpstreamRouters *upstream.Install
 }
 
 func (o Options) withDefaults() Options {
@@ -179,6 +190,12 @@ func New(opts Options) *Cluster {
 		}
 	}
 	c.kube = kubelet.New(kopts)
+	if in := opts.UpstreamRouters; in != nil {
+		opts.Programs = opts.Programs.Merge(programs.Registry{
+			VLLMRouter:    in.Program(api.RouterVLLM, upstream.Options{}),
+			SGLangGateway: in.Program(api.RouterSGLang, upstream.Options{}),
+		})
+	}
 	// The programs that talk outside HTTP get this cluster: KV events on
 	// one bus, Service names resolved by the EPP's client, EPP seeds kept.
 	c.opts.Programs = opts.Programs.Merge(programs.New(programs.Deps{
@@ -218,11 +235,12 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 			VLLMRouterVersion,
 			SGLangGatewayVersion,
 			LLMDRouterVersion,
-			"engines and routers are Go emulators on loopback addresses; there is no GPU",
+			emulatorsNote,
 			"times are scaled: probes every " + c.opts.ProbePeriod.String() + ", restart back-off from " +
 				durationOr(c.opts.Kubelet.BackoffInitial, kubelet.DefaultBackoffInitial).String(),
 		},
 	}
+	c.describeUpstream(&env)
 	for _, e := range slices.Sorted(maps.Keys(c.opts.EngineVersions)) {
 		v := c.opts.EngineVersions[e]
 		env.EngineImages[e] = operator.SynthesizedImage(e, v) + " (simulated)"
@@ -242,6 +260,7 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 				pair.Reason = fmt.Sprintf("no %s program is registered in this build of the sim", ebin)
 			default:
 				pair.Supported = true
+				pair.RouterCode = c.routerCode(router)
 			}
 			env.Pairs = append(env.Pairs, pair)
 		}

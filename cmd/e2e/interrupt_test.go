@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/report"
 )
 
@@ -21,6 +23,7 @@ import (
 type proc struct {
 	pid, ppid int
 	start     string // start time in clock ticks: tells a reused pid apart
+	cmdline   string // its argv, space-separated
 }
 
 func readProcs(t *testing.T) map[int]proc {
@@ -46,7 +49,8 @@ func readProcs(t *testing.T) map[int]proc {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		out[pid] = proc{pid: pid, ppid: ppid, start: f[19]}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out[pid] = proc{pid: pid, ppid: ppid, start: f[19], cmdline: strings.ReplaceAll(string(cmdline), "\x00", " ")}
 	}
 	return out
 }
@@ -114,20 +118,53 @@ var trafficLine = regexp.MustCompile(`traffic \[process \d+\] \S+ \S+: (\d+)/(\d
 // person at a terminal does: make e2e on the sim, Ctrl-C (SIGINT to the
 // foreground process group) while traffic runs. The run must end within 30
 // seconds with a report marked interrupted, and no process of the run and
-// no port it listened on may be left.
+// no port it listened on may be left: with the emulated routers, and with
+// the routers' upstream code, whose router processes must all be gone too.
 func TestInterruptMidTrafficEndsWithAPartialReportAndLeavesNothing(t *testing.T) {
 	if os.Getenv("E2E_RELIABILITY") == "" {
 		t.Skip("runs make e2e on the sim; make reliability (part of make test) runs it with E2E_RELIABILITY=1")
 	}
+	const claims = "feature:affinity || feature:roundrobin"
+	t.Run("emulated routers", func(t *testing.T) { interruptMidTraffic(t, config.SimRoutersEmulated, claims) })
+	t.Run("upstream routers", func(t *testing.T) {
+		if _, err := upstream.Load(""); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("CI=true: %v", err)
+			}
+			t.Skip(err)
+		}
+		// Only the pairs whose routers run upstream, so the traffic that is
+		// interrupted goes through an upstream router process.
+		run := interruptMidTraffic(t, config.SimRoutersUpstream, "("+claims+") && !router:llm-d-router")
+		// The check above could fail for them: the run had upstream
+		// router processes when it was interrupted.
+		n := 0
+		for _, p := range run {
+			// The launchers retitle themselves (setproctitle).
+			if strings.HasPrefix(p.cmdline, "vllm::router") || strings.HasPrefix(p.cmdline, "sglang::router") {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("the run had no upstream router process (vllm::router, sglang::router) when it was interrupted")
+		}
+		t.Logf("%d upstream router processes were running at the interrupt, and none is left", n)
+	})
+}
+
+// interruptMidTraffic interrupts make e2e (sim.routers = routers, the
+// specs of filter) in the middle of its traffic, checks what the test's
+// doc says, and returns the processes the run had at the interrupt.
+func interruptMidTraffic(t *testing.T, routers, filter string) []proc {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	art := t.TempDir()
-	cmd := exec.Command("make", "-s", "e2e", "ARTIFACTS="+art, "GINKGO_LABEL_FILTER=feature:affinity || feature:roundrobin")
+	cmd := exec.Command("make", "-s", "e2e", "ARTIFACTS="+art, "GINKGO_LABEL_FILTER="+filter)
 	cmd.Dir = root
 	// Long enough traffic to be interrupted in the middle of it.
-	cmd.Env = append(os.Environ(), "E2E_REQUESTS=2400")
+	cmd.Env = append(os.Environ(), "E2E_REQUESTS=2400", "E2E_SIM_ROUTERS="+routers)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -218,4 +255,5 @@ func TestInterruptMidTrafficEndsWithAPartialReportAndLeavesNothing(t *testing.T)
 			t.Errorf("port %s (socket %s) still listens", addr, inode)
 		}
 	}
+	return run
 }

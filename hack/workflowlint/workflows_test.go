@@ -140,6 +140,16 @@ func onlyJob(t *testing.T, w *actionlint.Workflow) *actionlint.Job {
 	return nil
 }
 
+// job is the workflow's job with id, or fails t.
+func job(t *testing.T, w *actionlint.Workflow, id string) *actionlint.Job {
+	t.Helper()
+	j, ok := w.Jobs[id]
+	if !ok {
+		t.Fatalf("no job %q", id)
+	}
+	return j
+}
+
 func labels(j *actionlint.Job) []string {
 	var out []string
 	if j.RunsOn != nil {
@@ -185,6 +195,11 @@ func TestCIRunsMakeTestOnPushAndPullRequest(t *testing.T) {
 	}
 	if findStep(j, "make test") == nil {
 		t.Error("ci.yml has no step running make test")
+	}
+	// Under CI=true the unit tests that run the upstream routers fail
+	// without the install.
+	if in, test := stepIndex(j, "make upstream-routers"), stepIndex(j, "make test"); in < 0 || in > test {
+		t.Error("ci.yml's test job does not install the upstream routers before make test")
 	}
 	goStep := findStep(j, "actions/setup-go@")
 	if goStep == nil {
@@ -243,6 +258,34 @@ func jobRunning(t *testing.T, w *actionlint.Workflow, pattern string) *actionlin
 		t.Fatalf("%d jobs run %s, want one", len(found), pattern)
 	}
 	return found[0]
+}
+
+// The upstream-routers job installs the routers' PyPI code, compares the
+// suite's runs and keeps both reports whatever the outcome.
+func TestCIComparesTheUpstreamRouters(t *testing.T) {
+	j := job(t, parse(t, "ci.yml"), "upstream-routers")
+	if l := labels(j); len(l) != 1 || !strings.HasPrefix(l[0], "ubuntu-") {
+		t.Errorf("upstream-routers runs-on %v, want one GitHub-hosted ubuntu runner", l)
+	}
+	in, cmp := stepIndex(j, "make upstream-routers"), stepIndex(j, "make test-upstream-routers")
+	if in < 0 || cmp < 0 || in > cmp {
+		t.Errorf("upstream-routers must run make upstream-routers, then make test-upstream-routers (steps %d, %d)", in, cmp)
+	}
+	up := findStep(j, "actions/upload-artifact@")
+	if !runsAlways(up) || !strings.Contains(up.Exec.(*actionlint.ExecAction).Inputs["path"].Value.Value, "artifacts/upstream-routers") {
+		t.Error("upstream-routers does not upload artifacts/upstream-routers/ if: always()")
+	}
+}
+
+// stepIndex is the index of the first step whose run: script is exactly
+// cmd, or -1.
+func stepIndex(j *actionlint.Job, cmd string) int {
+	for i, st := range j.Steps {
+		if e, ok := st.Exec.(*actionlint.ExecRun); ok && e.Run != nil && strings.TrimSpace(e.Run.Value) == cmd {
+			return i
+		}
+	}
+	return -1
 }
 
 func TestNightlyQualifiesOnAGPURunner(t *testing.T) {

@@ -53,6 +53,9 @@ type Options struct {
 	// Grace is how long Ginkgo has after the first interrupt before every
 	// process of the run is killed (default 25s: the run ends within 30s).
 	Grace time.Duration
+	// Env is added to the suite's environment (KEY=value), after the
+	// caller's own, so it wins.
+	Env []string
 }
 
 // GinkgoOutputFiles are what a run writes under Artifacts, removed first so
@@ -251,6 +254,7 @@ func (s Suite) Run(ctx context.Context, o Options) (Result, error) {
 	cmd := exec.Command(s.Ginkgo, ginkgoArgs(o, s)...)
 	cmd.Dir = o.Root
 	cmd.Env = append(os.Environ(), "E2E_TARGET="+o.Target, "ARTIFACTS="+o.Artifacts, progress.EnvFIFO+"="+fifo)
+	cmd.Env = append(cmd.Env, o.Env...)
 	cmd.Stdout, cmd.Stderr = display, display
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A process of the group that outlives Ginkgo keeps its output pipe

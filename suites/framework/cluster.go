@@ -17,6 +17,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/kind"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 	"github.com/gpustack/routing-conformance/config"
 )
 
@@ -35,7 +36,7 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 		for _, e := range cfg.Engines {
 			versions[e.Name] = e.Version
 		}
-		return sim.New(sim.Options{
+		opts := sim.Options{
 			Engine: sim.EngineKnobs{
 				TTFT:         cfg.Sim.EngineTTFT.D(),
 				ITL:          cfg.Sim.EngineITL.D(),
@@ -45,7 +46,15 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 			// The llm-d EPPs' tie-break follows the run's seed (--seed).
 			PickerSeed:                         uint64(GinkgoRandomSeed()),
 			TestOnlyReplaceEnginesOnRouterEdit: replaceEngines,
-		}), nil
+		}
+		if cfg.Sim.Routers == config.SimRoutersUpstream {
+			in, err := upstream.Load("")
+			if err != nil {
+				return nil, fmt.Errorf("%s: sim.routers is %s: %w", cfg.File(), config.SimRoutersUpstream, err)
+			}
+			opts.UpstreamRouters = in
+		}
+		return sim.New(opts), nil
 	case config.TargetKube, config.TargetKind:
 		return kube.Connect(ctx, kubeOptions(cfg, s))
 	}

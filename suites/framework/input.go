@@ -76,6 +76,7 @@ func (in Spec) Begin(spec string) {
 	in.Check(spec)
 	in.SkipIfNotApplicable()
 	in.RequireRunnable(in.Pair)
+	in.RequireJudgeable(in.Claim, in.Pair)
 }
 
 // Interval is the [timeout, poll] of op for the spec's claim.

@@ -173,7 +173,7 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 	ictx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 
-	inst := &instance{pod: p, conns: map[net.Conn]bool{}}
+	inst := &instance{pod: p, conns: map[net.Conn]bool{}, sigkill: make(chan struct{})}
 	view := &proc.Container{
 		Args:   prep.args,
 		Env:    prep.env,
@@ -184,6 +184,7 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 			Labels: maps.Clone(p.spec.Labels), Annotations: maps.Clone(p.spec.Annotations)},
 		Listen: inst.listen,
 		Faults: &p.faults,
+		Killed: inst.sigkill,
 	}
 	if c.spec.WatchPods {
 		view.Pods = k.Pods()
@@ -237,6 +238,7 @@ func (k *Kubelet) runInstance(p *pod, c *container, started time.Time, prep prep
 		case code = <-result:
 			t.Stop()
 		case <-t.C:
+			inst.markKilled()
 			code = 137
 			k.event(p, "Warning", "FailedKillPod", fmt.Sprintf(
 				"container %s did not return within %s of its context ending; abandoned",
@@ -278,7 +280,13 @@ type instance struct {
 	conns     map[net.Conn]bool
 	closed    bool
 	killed    bool
+	// sigkill is closed once, by markKilled: proc.Container.Killed.
+	sigkill  chan struct{}
+	killOnce sync.Once
 }
+
+// markKilled closes the instance's Killed channel (once).
+func (in *instance) markKilled() { in.killOnce.Do(func() { close(in.sigkill) }) }
 
 func (in *instance) listen(addr string) (net.Listener, error) {
 	host, port, err := splitListen(addr)
@@ -345,6 +353,7 @@ func (c *trackedConn) Close() error {
 // a SIGKILLed process: listeners and accepted connections (peers see a
 // reset or an EOF mid-answer).
 func (in *instance) kill() {
+	in.markKilled()
 	in.mu.Lock()
 	in.killed = true
 	conns := make([]net.Conn, 0, len(in.conns))

@@ -41,6 +41,11 @@ type Container struct {
 	// Every HTTP server a program runs wraps its handler with
 	// Faults.Handler(port, h).
 	Faults *Faults
+	// Killed is closed when the kubelet kills the container outright: a
+	// zero-grace delete, or a graceful stop that outlived its grace period.
+	// A Main that runs an operating-system process SIGKILLs it then, since
+	// the kubelet stops waiting for Main; nil never closes.
+	Killed <-chan struct{}
 	// Files are the container's mounted volumes, paths without the leading
 	// "/" (/config/epp.yaml is "config/epp.yaml"); nil without mounts.
 	Files fs.FS

@@ -22,6 +22,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 	"github.com/gpustack/routing-conformance/test/apiserver/harness"
@@ -53,6 +54,10 @@ type Options struct {
 	EngineEnv map[string]string
 	// Logf receives the operator's and the node's complaints (t.Logf when nil).
 	Logf func(format string, args ...any)
+	// Programs override the node's programs field by field (the routers'
+	// upstream code for the router containers, say); nil fields run the
+	// sim's emulators.
+	Programs programs.Registry
 }
 
 // Stack is a running cluster of the tier.
@@ -107,7 +112,7 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 	if err := admission.Register(ctx, s.Config, wh, "default"); err != nil {
 		return err
 	}
-	node, err := simnode.Start(ctx, s.Config, simnode.Options{Logf: opts.Logf,
+	node, err := simnode.Start(ctx, s.Config, simnode.Options{Logf: opts.Logf, Programs: opts.Programs,
 		Kubelet: kubelet.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second}})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/httpx"
@@ -17,21 +18,21 @@ import (
 const errNoWorkers = "No available workers (all circuits open or unhealthy)"
 
 // handler is build_app: protected and public routes, admin routes, the
-// operator's observer view, a 404 fallback; request-id and HTTP-metrics
-// layers around everything.
+// operator's observer view under the request-id and HTTP-metrics layers,
+// and a 404 fallback outside them.
 func (rt *router) handler() http.Handler {
 	mux := http.NewServeMux()
 	post := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodPost, "POST", h)) }
 	get := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, httpx.Only(http.MethodGet, "GET", h)) }
 
-	post("/generate", rt.typed("/generate"))
-	post("/v1/chat/completions", rt.typed("/v1/chat/completions"))
-	post("/v1/completions", rt.typed("/v1/completions"))
-	post("/v1/responses", rt.typed("/v1/responses"))
-	post("/v1/embeddings", rt.typed("/v1/embeddings"))
-	post("/rerank", rt.typed("/v1/rerank"))
-	post("/v1/rerank", rt.typed("/v1/rerank"))
-	post("/v1/classify", rt.typed("/v1/classify"))
+	post("/generate", rt.typed("/generate", plainJSON))
+	post("/v1/chat/completions", rt.typed("/v1/chat/completions", validatedJSON))
+	post("/v1/completions", rt.typed("/v1/completions", plainJSON))
+	post("/v1/responses", rt.typed("/v1/responses", validatedJSON))
+	post("/v1/embeddings", rt.typed("/v1/embeddings", plainJSON))
+	post("/rerank", rt.typed("/v1/rerank", validatedJSON))
+	post("/v1/rerank", rt.typed("/v1/rerank", plainJSON))
+	post("/v1/classify", rt.typed("/v1/classify", plainJSON))
 
 	get("/liveness", func(w http.ResponseWriter, r *http.Request) { httpx.Text(w, http.StatusOK, "OK") })
 	get("/health", func(w http.ResponseWriter, r *http.Request) { httpx.Text(w, http.StatusOK, "OK") })
@@ -43,18 +44,34 @@ func (rt *router) handler() http.Handler {
 	get("/get_loads", rt.getLoads)
 	get("/workers", rt.listWorkers)
 	get(routerbase.ObserverPath, routerbase.ObserverHandler(rt.boot, rt.pending.Observe(rt.reg)).ServeHTTP)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
 
-	return httpx.RequestID(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(httpx.LimitBody(rt.cfg.MaxPayload, mux)))
+	routes := httpx.RequestID(rt.cfg.RequestIDHeaders, true, rt.httpMetrics(httpx.LimitBody(rt.cfg.MaxPayload, mux)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			// build_app adds its fallback (sink_handler, a bare 404) after
+			// its layers, so an unknown path gets no request id and counts
+			// in no HTTP series (sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/server.rs).
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		routes.ServeHTTP(w, r)
+	})
 }
 
 // httpMetrics is the HTTP layer's series: the request when it arrives, the
-// response (status and X-SMG-Error-Code) and the duration when it is done.
+// response (status and X-SMG-Error-Code) and the duration when it is done;
+// the active-connections gauge is the requests being handled, set when one
+// starts and when one ends (HttpMetricsMiddleware,
+// sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/middleware.rs).
 func (rt *router) httpMetrics(next http.Handler) http.Handler {
+	var active atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		path := normalizePath(r.URL.Path)
 		rt.m.httpRequests.WithLabelValues(r.Method, path).Inc()
+		rt.m.httpConnections.Set(float64(active.Add(1)))
+		defer func() { rt.m.httpConnections.Set(float64(active.Add(-1))) }()
+		defer rt.inflight.track()()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
 		rt.m.httpResponses.WithLabelValues(strconv.Itoa(sw.status), sw.Header().Get("X-SMG-Error-Code")).Inc()
@@ -233,8 +250,41 @@ func forwardHeaders(in http.Header) http.Header {
 	return out
 }
 
+// Extractors of the typed routes: axum's Json, or the gateway's
+// ValidatedJson (chat, responses, /rerank), whose rejections are JSON.
+const (
+	plainJSON     = false
+	validatedJSON = true
+)
+
+// rejected answers an extractor rejection: axum's plain text for a Json
+// route, a 400 JSON error for a ValidatedJson one
+// (sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/protocols/validated.rs).
+func rejected(w http.ResponseWriter, validated bool, rej *httpx.Rejection) {
+	if !validated {
+		httpx.Text(w, rej.Status, rej.Text)
+		return
+	}
+	msg := "Failed to parse JSON: " + rej.Text
+	switch rej.Kind {
+	case httpx.DataError:
+		msg = "Invalid JSON data: " + rej.Text
+	case httpx.SyntaxError:
+		msg = "JSON syntax error: " + rej.Text
+	case httpx.MissingContentType:
+		msg = "Missing Content-Type: application/json header"
+	}
+	invalid(w, msg, "json_parse_error")
+}
+
+// invalid is ValidatedJson's 400: {"error":{"message","type","code"}}.
+func invalid(w http.ResponseWriter, message string, code any) {
+	writeRaw(w, http.StatusBadRequest, httpx.Ordered("error", json.RawMessage(httpx.Ordered(
+		"message", message, "type", "invalid_request_error", "code", code))))
+}
+
 // typed is the IGW RouterManager path plus route_typed_request.
-func (rt *router) typed(route string) http.HandlerFunc {
+func (rt *router) typed(route string, validated bool) http.HandlerFunc {
 	var required []string
 	switch route {
 	case "/v1/chat/completions":
@@ -245,8 +295,9 @@ func (rt *router) typed(route string) http.HandlerFunc {
 		required = []string{"model", "input"}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, obj, ok := httpx.ReadJSON(w, r, required...)
-		if !ok {
+		body, obj, rej := httpx.DecodeJSON(r, required...)
+		if rej != nil {
+			rejected(w, validated, rej)
 			return
 		}
 		stream, _ := obj["stream"].(bool)
@@ -257,7 +308,8 @@ func (rt *router) typed(route string) http.HandlerFunc {
 		}
 		if route == "/v1/chat/completions" {
 			if msgs, _ := obj["messages"].([]any); len(msgs) == 0 {
-				httpx.Text(w, http.StatusBadRequest, "messages cannot be empty")
+				// validate_messages, as the validator crate's errors print.
+				invalid(w, "messages: Validation error: messages cannot be empty [{\"value\": Array []}]", 400)
 				return
 			}
 		}

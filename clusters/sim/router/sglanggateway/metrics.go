@@ -20,6 +20,8 @@ type metrics struct {
 	httpRequests     *prometheus.CounterVec
 	httpDuration     *prometheus.HistogramVec
 	httpResponses    *prometheus.CounterVec
+	httpConnections  *routerbase.Gauge
+	inflightAge      *prometheus.GaugeVec
 	routerRequests   *prometheus.CounterVec
 	routerDuration   *prometheus.HistogramVec
 	routerErrors     *prometheus.CounterVec
@@ -46,11 +48,13 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	r := prometheus.NewRegistry()
-	return &metrics{
+	m := &metrics{
 		reg:              r,
 		httpRequests:     routerbase.CounterVec(r, "smg_http_requests_total", "Total HTTP requests by method and path", "method", "path"),
 		httpDuration:     routerbase.HistogramVec(r, "smg_http_request_duration_seconds", "HTTP request duration by method and path", "method", "path"),
 		httpResponses:    routerbase.CounterVec(r, "smg_http_responses_total", "Total HTTP responses by status_code and error_code", "status_code", "error_code"),
+		httpConnections:  routerbase.NewGauge(r, "smg_http_connections_active", "Currently active HTTP connections"),
+		inflightAge:      routerbase.GaugeVec(r, "smg_http_inflight_request_age_count", "In-flight HTTP requests per age bucket (gt < age <= le, non-cumulative)", "gt", "le"),
 		routerRequests:   routerbase.CounterVec(r, "smg_router_requests_total", "Total routed requests by router_type, backend_type, connection_mode, model, endpoint, streaming", "router_type", "backend_type", "connection_mode", "model", "endpoint", "streaming"),
 		routerDuration:   routerbase.HistogramVec(r, "smg_router_request_duration_seconds", "Router request duration by router_type, backend_type, connection_mode, model, endpoint", "router_type", "backend_type", "connection_mode", "model", "endpoint"),
 		routerErrors:     routerbase.CounterVec(r, "smg_router_request_errors_total", "Router errors by router_type, backend_type, connection_mode, model, endpoint, error_type", "router_type", "backend_type", "connection_mode", "model", "endpoint", "error_type"),
@@ -78,6 +82,8 @@ func newMetrics() *metrics {
 			Outcomes:    routerbase.CounterVec(r, "smg_worker_cb_outcomes_total", "Circuit breaker outcomes by worker and outcome (success/failure)", "worker", "outcome"),
 		},
 	}
+	m.cb.ConsecutiveFailures, m.cb.ConsecutiveSuccesses = m.cbFailures, m.cbSuccesses
+	return m
 }
 
 func (m *metrics) backoff(d time.Duration, attempt uint32) {
@@ -116,12 +122,14 @@ func errorTypeFromStatus(status int) string {
 	return "internal_error"
 }
 
-// normalizePath is normalize_path_for_metrics: dynamic id segments become
-// "{id}".
+// normalizePath is normalize_path_for_metrics: dynamic id segments past
+// the second become "{id}" (sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/middleware.rs).
 func normalizePath(p string) string {
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
-		if isDynamicID(s) {
+		// Only from the third segment on ("/v1/responses/{id}"): the
+		// leading empty one counts, so /get_model_info stays as it is.
+		if i > 2 && s != "" && isDynamicID(s) {
 			segs[i] = "{id}"
 		}
 	}

@@ -74,6 +74,7 @@ type router struct {
 	healthCfg workers.HealthConfig
 	boot      time.Time
 	pending   routerbase.Pending
+	inflight  inflight
 }
 
 func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.Writer) int {
@@ -150,6 +151,7 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 	}
 	routerbase.RunHealthChecks(bg, rt.reg, rt.healthCfg, rt.client, m.workerHealth)
 	bg.Go(rt.runLoadMonitor)
+	bg.Go(rt.runInflightSampler)
 	if cfg.Flags.Int("max-concurrent-requests") <= 0 {
 		log.Info(siteRateLimitOff, "Rate limiting is disabled (max_concurrent_requests = -1)")
 	}
@@ -233,7 +235,15 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 		return
 	}
 	rt.m.cb.State.WithLabelValues(t.URL).Set(0)
-	rt.pols.For(t.Role).AddWorker(t.URL, model)
+	// UpdatePoliciesStep seeds only the model's regular policy
+	// (init_cache_aware_policy); nothing in gateway-v0.3.1 calls
+	// init_pd_cache_aware_policies, so a cache_aware P/D pool has no tree
+	// for the model and picks a random healthy worker every time
+	// (sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/core/steps/worker/shared/update_policies.rs,
+	// src/policies/registry.rs, src/policies/cache_aware.rs select_worker).
+	if t.Role == workers.Regular {
+		rt.pols.Regular.AddWorker(t.URL, model)
+	}
 	rt.log.Info(siteActivated, "Activated 1 worker(s) (marked as healthy)")
 	rt.m.workerHealth.WithLabelValues(t.URL).Set(1)
 	rt.setPoolSize(t.Role, model)

@@ -3,6 +3,7 @@ package sglanggateway
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -196,8 +197,10 @@ func TestRoundRobin120Gives60And60WithSelectionMetrics(t *testing.T) {
 	if v, _ := routertest.Value(mfs, "smg_worker_pool_size", map[string]string{"worker_type": "regular", "model": "m"}); v != 2 {
 		t.Fatalf("pool size %v", v)
 	}
-	if mfs["smg_worker_selection_total"].GetHelp() != "Worker selection events by worker_type, connection_mode, model, policy" {
-		t.Fatalf("help %q", mfs["smg_worker_selection_total"].GetHelp())
+	// start_prometheus describes the metrics before it installs the
+	// recorder: no family has a HELP line (as the wheel's /metrics shows).
+	if h := mfs["smg_worker_selection_total"].Help; h != nil {
+		t.Fatalf("HELP %q; the gateway's exporter knows no description", *h)
 	}
 }
 
@@ -218,7 +221,7 @@ func TestSGPrefixHash503WithErrorCode(t *testing.T) {
 		t.Fatalf("branch no_tokens %v", v)
 	}
 	if mfs["smg_prefix_hash_policy_branch_total"].Help != nil {
-		t.Fatalf("undescribed metric has HELP")
+		t.Fatalf("HELP on a metric the gateway never describes")
 	}
 	if v, _ := routertest.Value(mfs, "smg_worker_retries_total", map[string]string{"worker_type": "regular", "endpoint": "chat"}); v != 4 {
 		t.Fatalf("retries %v", v)
@@ -281,15 +284,33 @@ func TestSGFallbackIs404AndHealthOK(t *testing.T) {
 	pods := routertest.NewPods()
 	es := routertest.Fleet(t, 1, pods)
 	r := startSG(t, es, pods)
-	if st, _, b := routertest.Get(t, r.Base()+"/tokenize/x"); st != 404 || len(b) != 0 {
-		t.Fatalf("fallback %d %q", st, b)
+	// The fallback sits outside the request-id and HTTP-metrics layers.
+	st, h, b := routertest.Get(t, r.Base()+"/tokenize/x")
+	if st != 404 || len(b) != 0 || h.Get("X-Request-Id") != "" {
+		t.Fatalf("fallback %d %q %v", st, b, h)
 	}
 	if es[0].Count("/tokenize/x") != 0 {
 		t.Fatalf("fallback proxied")
 	}
-	for _, p := range []string{"/health", "/liveness"} {
-		if st, _, b := routertest.Get(t, r.Base()+p); st != 200 || string(b) != "OK" {
-			t.Fatalf("%s %d %s", p, st, b)
+	for _, p := range []string{"/health", "/liveness", "/get_model_info"} {
+		if st, h, b := routertest.Get(t, r.Base()+p); st != 200 || (p != "/get_model_info" && string(b) != "OK") || h.Get("X-Request-Id") == "" {
+			t.Fatalf("%s %d %s %v", p, st, b, h)
+		}
+	}
+	mfs := r.Metrics(t)
+	if _, ok := routertest.Value(mfs, "smg_http_requests_total", map[string]string{"path": "/tokenize/x"}); ok {
+		t.Errorf("the fallback counted in smg_http_requests_total")
+	}
+	if _, ok := routertest.Value(mfs, "smg_http_responses_total", map[string]string{"status_code": "404"}); ok {
+		t.Errorf("the fallback counted in smg_http_responses_total")
+	}
+	// Only segments past the second are ids: /get_model_info is itself.
+	if v, _ := routertest.Value(mfs, "smg_http_requests_total", map[string]string{"path": "/get_model_info"}); v != 1 {
+		t.Errorf("/get_model_info counted %v times under its own path", v)
+	}
+	for in, want := range map[string]string{"/get_model_info": "/get_model_info", "/v1/responses/resp_0123456789": "/v1/responses/{id}", "/workers/42": "/workers/42", "/v1/workers/42": "/v1/workers/{id}"} {
+		if got := normalizePath(in); got != want {
+			t.Errorf("normalizePath(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
@@ -473,6 +494,78 @@ func TestSGPDStreamHoldsLoadOnBothWorkers(t *testing.T) {
 	release()
 	<-done
 	routertest.Eventually(t, 5*time.Second, func() bool { return active(pres[0]) == 0 && active(decs[0]) == 0 }, "load not released after the stream")
+}
+
+// gateway-v0.3.1 never seeds the P/D pools' cache-aware trees
+// (init_pd_cache_aware_policies has no caller), so a cache_aware pool picks
+// a random healthy worker each time: one text sent 40 times reaches both
+// workers of each pool, where a tree would keep it on one.
+func TestSGPDCacheAwarePicksAtRandom(t *testing.T) {
+	r, pre, dec := startSGPD(t, 2, 2)
+	for i := 0; i < 40; i++ {
+		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "the same text", false), nil); st != 200 {
+			t.Fatalf("request %d: %d %s", i, st, b)
+		}
+	}
+	for pool, es := range map[string][]*routertest.Engine{"prefill": pre, "decode": dec} {
+		// Fewer than 5 of 40 on a fair coin: chance under 1e-6.
+		if a, b := es[0].Generations(), es[1].Generations(); a < 5 || b < 5 {
+			t.Errorf("%s split %d/%d: one text stays on one worker, as if the pool had a tree", pool, a, b)
+		}
+	}
+}
+
+// The circuit breaker publishes its consecutive counts after every
+// outcome, and the HTTP layer the requests it is handling
+// (publish_gauge_metrics; HttpMetricsMiddleware).
+func TestSGConsecutiveCountsAndActiveConnections(t *testing.T) {
+	pods := routertest.NewPods()
+	es := routertest.Fleet(t, 1, pods)
+	r := startSG(t, es, pods, "--policy", "round_robin")
+	for i := 0; i < 3; i++ {
+		routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+	}
+	es[0].FailNext(1, http.StatusInternalServerError)
+	routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil)
+	mfs := r.Metrics(t)
+	w := map[string]string{"worker": es[0].URL()}
+	// The 500 is retried on the same (only) worker, which answers: 3
+	// successes, 1 failure, then 1 success.
+	if f, _ := routertest.Value(mfs, "smg_worker_cb_consecutive_failures", w); f != 0 {
+		t.Errorf("consecutive failures %v", f)
+	}
+	if s, _ := routertest.Value(mfs, "smg_worker_cb_consecutive_successes", w); s != 1 {
+		t.Errorf("consecutive successes %v", s)
+	}
+	if v, ok := routertest.Value(mfs, "smg_http_connections_active", nil); !ok || v != 0 {
+		t.Errorf("http_connections_active %v (%v) after the requests", v, ok)
+	}
+}
+
+// Chat takes the gateway's ValidatedJson extractor: a rejection or a failed
+// validation is a 400 JSON error; completions take axum's Json, whose
+// rejections are plain text (as the wheel answers).
+func TestSGValidatedJSONErrors(t *testing.T) {
+	pods := routertest.NewPods()
+	es := routertest.Fleet(t, 1, pods)
+	r := startSG(t, es, pods)
+	for _, c := range []struct{ route, body, want string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[]}`,
+			`{"error":{"message":"messages: Validation error: messages cannot be empty [{\"value\": Array []}]","type":"invalid_request_error","code":400}}`},
+		{"/v1/chat/completions", `{not json`,
+			`{"error":{"message":"JSON syntax error: Failed to parse the request body as JSON: key must be a string at line 1 column 2","type":"invalid_request_error","code":"json_parse_error"}}`},
+		{"/v1/chat/completions", "{}\n x",
+			`{"error":{"message":"Invalid JSON data: Failed to deserialize the JSON body into the target type: missing field ` + "`messages`" + ` at line 1 column 2","type":"invalid_request_error","code":"json_parse_error"}}`},
+		{"/v1/completions", `{not json`, "Failed to parse the request body as JSON: key must be a string at line 1 column 2"},
+	} {
+		st, _, b := routertest.Post(t, r.Base()+c.route, c.body, nil)
+		if st != http.StatusBadRequest || string(b) != c.want {
+			t.Errorf("%s %s: %d %s\nwant 400 %s", c.route, c.body, st, b, c.want)
+		}
+	}
+	if es[0].Generations() != 0 {
+		t.Errorf("a refused request reached the engine")
+	}
 }
 
 func TestGracefulShutdownReturnsZero(t *testing.T) {

@@ -187,3 +187,43 @@ func (c *config) validateMode() error {
 	}
 	return nil
 }
+
+// validateCompatibility is RouterConfig validation's validate_compatibility:
+// without service discovery (Kubernetes, or vLLM's ZMQ discovery address)
+// power_of_two needs two workers, in its pool too under P/D; MoRI-IO needs
+// the ZMQ discovery whatever else is on. The error text is main's
+// `Error: {:?}` of ConfigError, as the clap binary prints it
+// (vllm-project/router@v0.1.15:src/config/validation.rs).
+func (c *config) validateCompatibility() error {
+	zmq := c.PD && c.discoveryAddr != nil
+	incompatible := func(reason string) error {
+		return fmt.Errorf("IncompatibleConfig { reason: %s }", debug.Str(reason))
+	}
+	if !c.ServiceDiscovery && !zmq {
+		workers := 0
+		switch {
+		case c.EnableIGW:
+		case c.Backend == "openai":
+			workers = 1
+		case c.PD:
+			workers = len(c.Prefill) + len(c.Decode)
+		default:
+			workers = len(c.WorkerURLs)
+		}
+		if c.Policy == policy.PowerOfTwo && workers < 2 {
+			return incompatible("Power-of-two policy requires at least 2 workers")
+		}
+		if c.PD && !c.EnableIGW && c.Backend != "openai" {
+			if cli.Deref(c.PrefillPolicy) == policy.PowerOfTwo && len(c.Prefill) < 2 {
+				return incompatible("Power-of-two policy for prefill requires at least 2 prefill workers")
+			}
+			if cli.Deref(c.DecodePolicy) == policy.PowerOfTwo && len(c.Decode) < 2 {
+				return incompatible("Power-of-two policy for decode requires at least 2 decode workers")
+			}
+		}
+	}
+	if c.kvConnector == "moriio" && !zmq {
+		return incompatible("MoRI-IO KV connector requires service discovery to be enabled (ZMQ addresses are obtained via instance registration). Please run with `--vllm-discovery-address ${address}`")
+	}
+	return nil
+}

@@ -63,6 +63,10 @@ func nonNil(s []string) []string {
 	return s
 }
 
+// writeJSON answers v as JSON. vllm-router builds its own answers with
+// serde_json's json! and without preserve_order, so an object's keys come
+// out sorted, as encoding/json writes a map's
+// (vllm-project/router@v0.1.15:Cargo.toml; src/routers/http/router.rs readiness).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
@@ -93,10 +97,10 @@ func (rt *router) readiness(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if healthy > 0 {
-		writeJSON(w, http.StatusOK, json.RawMessage(httpx.Ordered("status", "ready", "healthy_workers", healthy, "total_workers", len(all))))
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "healthy_workers": healthy, "total_workers": len(all)})
 		return
 	}
-	writeJSON(w, http.StatusServiceUnavailable, json.RawMessage(httpx.Ordered("status", "not_ready", "reason", "no healthy workers available", "total_workers", len(all))))
+	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "reason": "no healthy workers available", "total_workers": len(all)})
 }
 
 // forwardHeaders are the client headers VR passes on: all of them but
@@ -141,9 +145,10 @@ func (rt *router) proxyFirst(path string) http.HandlerFunc {
 
 // getLoads polls every worker's /get_load ("load" field; -1 when it fails).
 func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
+	// Keys in json!'s sorted order: load, worker.
 	type entry struct {
-		Worker string `json:"worker"`
 		Load   int64  `json:"load"`
+		Worker string `json:"worker"`
 	}
 	list := []entry{}
 	for _, u := range rt.reg.URLs() {
@@ -157,7 +162,7 @@ func (rt *router) getLoads(w http.ResponseWriter, r *http.Request) {
 				load = *v.Load
 			}
 		}
-		list = append(list, entry{u, load})
+		list = append(list, entry{load, u})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"workers": list})
 }
@@ -192,8 +197,8 @@ func (rt *router) removeWorker(w http.ResponseWriter, r *http.Request) {
 
 func (rt *router) available(role workers.Role) []*workers.Worker {
 	var out []*workers.Worker
-	for _, w := range rt.reg.All() {
-		if w.Role() == role && w.Available() {
+	for _, w := range rt.pool(role) {
+		if w.Available() {
 			out = append(out, w)
 		}
 	}

@@ -60,6 +60,10 @@ func Main(ctx context.Context, c *proc.Container) int {
 		fmt.Fprintf(errw, "Error: %v\n", err)
 		return 1
 	}
+	if err := cfg.validateCompatibility(); err != nil {
+		fmt.Fprintf(errw, "Error: %v\n", err)
+		return 1
+	}
 	p("DEBUG: Configuration validated successfully")
 	p("DEBUG: Creating ServerConfig")
 	p("DEBUG: CLI host: %s, port: %d", cfg.Host, cfg.Port)

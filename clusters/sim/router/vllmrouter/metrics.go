@@ -67,6 +67,9 @@ func newMetrics() *metrics {
 			State:       routerbase.GaugeVec(r, "vllm_router_cb_state", "Circuit breaker state per worker (0=closed, 1=open, 2=half_open)", "worker"),
 			Transitions: routerbase.CounterVec(r, "vllm_router_cb_state_transitions_total", "Total number of circuit breaker state transitions by worker", "worker", "from", "to"),
 			Outcomes:    routerbase.CounterVec(r, "vllm_router_cb_outcomes_total", "Total number of circuit breaker outcomes by worker and outcome type (success/failure)", "worker", "outcome"),
+			// record_outcome sets cb_state after every outcome; nothing
+			// sets it when a worker is added.
+			StateEveryOutcome: true,
 		},
 	}
 }

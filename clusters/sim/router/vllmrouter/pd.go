@@ -1,7 +1,6 @@
 package vllmrouter
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -19,26 +18,16 @@ import (
 // routePD is the vLLM PD router's two-stage request in the direct-URL mode
 // that Kubernetes discovery uses (docs/routers.md#corrections): pick a
 // prefill and a decode worker, each pool by its own policy instance,
-// routing on the re-serialised request; run the prefill leg with max_tokens
-// 1 and the connector's kv_transfer_params, then the decode leg, whose
-// answer is the client's. There is no retry executor on this path.
+// routing on the typed request's JSON (typedRequest); run the prefill leg
+// with max_tokens 1 and the connector's kv_transfer_params, then the
+// decode leg, whose answer is the client's. There is no retry executor on
+// this path, and no circuit-breaker outcome is recorded: only the regular
+// router calls record_outcome (vllm-project/router@v0.1.15:src/routers/http/router.rs).
 func (rt *router) routePD(w http.ResponseWriter, r *http.Request, route string, obj map[string]any, stream bool) {
 	hdr := forwardHeaders(r.Header)
 	hdr.Set("Content-Type", "application/json")
-	rt.pdAttempt(r, route, obj, hdr, routingJSON(obj), stream).Write(w, stream)
-}
-
-// routingJSON is serde_json::to_string of the typed request: object keys in
-// alphabetical order (serde_json without preserve_order), no HTML escaping.
-// The defaulted fields the typed struct adds are not emulated.
-func routingJSON(obj map[string]any) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(obj) != nil {
-		return ""
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	typed := typedRequest(route, obj)
+	rt.pdAttempt(r, route, typed, hdr, serdeString(typed), stream).Write(w, stream)
 }
 
 func hostOf(url string) string {
@@ -106,11 +95,9 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 		rt.m.pdPrefillErrors.WithLabelValues(pre.URL()).Inc()
 		rt.m.pdRequests.WithLabelValues(route).Inc()
 		rt.m.pdDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
-		rt.recordOutcome(pre, http.StatusInternalServerError)
 		return httpx.RouterText(http.StatusInternalServerError, "Request processing failed: Prefill request failed to "+hostOf(pre.URL())+": "+pres.Err.Error())
 	}
 	// The prefill answer's status is not checked: the decode leg runs.
-	rt.recordOutcome(pre, pres.Status)
 
 	// Decode leg: the original request plus the receive-side params.
 	decReq := cloneMap(obj)
@@ -141,14 +128,12 @@ func (rt *router) pdAttempt(r *http.Request, route string, obj map[string]any, h
 	if dres.Err != nil {
 		rt.m.pdDecodeErrors.WithLabelValues(dec.URL()).Inc()
 		finished(false)
-		rt.recordOutcome(dec, http.StatusInternalServerError)
 		return httpx.RouterText(http.StatusInternalServerError, "Request processing failed: Decode request failed to "+hostOf(dec.URL())+": "+dres.Err.Error())
 	}
 	finished(true)
 	if dres.Status/100 != 2 {
 		rt.m.pdDecodeErrors.WithLabelValues(dec.URL()).Inc()
 	}
-	rt.recordOutcome(dec, dres.Status)
 	if dres.Live != nil {
 		return httpx.Outcome{Status: dres.Status, Header: dres.Header, Live: dres.Live}
 	}

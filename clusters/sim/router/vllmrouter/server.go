@@ -122,7 +122,9 @@ func startup(ctx context.Context, c *proc.Container, cfg *config, out, errw io.W
 		log.Info(siteSingleRouter, "Single router mode (enable_igw=false)")
 	}
 	// Router::new: the static workers must answer /health first.
-	m.activeWorkers.Set(float64(len(cfg.WorkerURLs)))
+	if !cfg.PD {
+		m.activeWorkers.Set(float64(len(cfg.WorkerURLs)))
+	}
 	if len(cfg.WorkerURLs) > 0 && !cfg.PD {
 		if err := rt.waitStatic(ctx); err != nil {
 			fmt.Fprintf(errw, "Error: %s\n", debug.Str(err.Error()))
@@ -216,6 +218,25 @@ func (rt *router) register(ctx context.Context, t discovery.Target) {
 	rt.admit(t.URL, t.Port, t.Role, t.Pod.Name, t.Pod.UID, t.BootstrapPort)
 }
 
+// pool is role's workers in the order its policy sees them: the prefill
+// and regular pools walk the registry's DashMap (get_all,
+// get_prefill_workers), the decode pool its type index, in registration
+// order (get_decode_workers = get_by_type;
+// vllm-project/router@v0.1.15:src/core/worker_registry.rs).
+func (rt *router) pool(role workers.Role) []*workers.Worker {
+	all := rt.reg.All()
+	if role == workers.Decode {
+		all = rt.reg.Registered()
+	}
+	var out []*workers.Worker
+	for _, w := range all {
+		if w.Role() == role {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // admit registers a healthy worker and tells its policy.
 func (rt *router) admit(url string, port int, role workers.Role, pod, uid string, bootstrap *int) {
 	if port == 0 {
@@ -227,7 +248,6 @@ func (rt *router) admit(url string, port int, role workers.Role, pod, uid string
 		return
 	}
 	rt.log.Info(siteAddedWorker, "Added worker: %s", url)
-	rt.m.cb.State.WithLabelValues(url).Set(0)
 	pol := rt.pols.For(role)
 	if wi, ok := pol.(policy.WorkerIniter); ok && pol.Name() == policy.CacheAware {
 		// init_workers with every worker of the model, after each add.
@@ -235,7 +255,16 @@ func (rt *router) admit(url string, port int, role workers.Role, pod, uid string
 	} else {
 		pol.AddWorker(url, "")
 	}
-	rt.m.activeWorkers.Set(float64(len(rt.reg.All())))
+	rt.setActiveWorkers()
+}
+
+// setActiveWorkers is the regular router's set_active_workers on every add
+// and removal; the vLLM P/D router never sets the gauge
+// (vllm-project/router@v0.1.15:src/routers/http/router.rs is its only caller).
+func (rt *router) setActiveWorkers() {
+	if !rt.cfg.PD {
+		rt.m.activeWorkers.Set(float64(len(rt.reg.All())))
+	}
 }
 
 func (rt *router) remove(url string) {
@@ -244,7 +273,7 @@ func (rt *router) remove(url string) {
 		return
 	}
 	rt.log.Info(siteRemovedWorker, "Removed worker: %s", url)
-	rt.m.activeWorkers.Set(float64(len(rt.reg.All())))
+	rt.setActiveWorkers()
 	pol := rt.pols.For(w.Role())
 	pol.RemoveWorker(url)
 	if pol.Name() == policy.CacheAware {
@@ -254,7 +283,7 @@ func (rt *router) remove(url string) {
 
 func (rt *router) urlsOf(role workers.Role) []string {
 	var out []string
-	for _, w := range rt.reg.All() {
+	for _, w := range rt.pool(role) {
 		if w.Role() == role {
 			out = append(out, w.URL())
 		}

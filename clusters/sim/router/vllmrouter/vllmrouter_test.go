@@ -210,8 +210,10 @@ func TestRoundRobin120Gives60And60WithDecisionMetrics(t *testing.T) {
 	if _, ok := mfs["vllm_router_running_requests"]; ok {
 		t.Errorf("running_requests exists under round_robin")
 	}
-	if mfs["vllm_router_policy_decisions_total"].GetHelp() != "Total routing policy decisions by policy and worker" {
-		t.Errorf("help %q", mfs["vllm_router_policy_decisions_total"].GetHelp())
+	// start_prometheus describes the metrics before it installs the
+	// recorder: no family has a HELP line (as the wheel's /metrics shows).
+	if h := mfs["vllm_router_policy_decisions_total"].Help; h != nil {
+		t.Errorf("HELP %q; vllm-router's exporter knows no description", *h)
 	}
 }
 
@@ -391,7 +393,7 @@ func TestVRNoWorkers503PlainText(t *testing.T) {
 		t.Fatalf("errors %v", v)
 	}
 	st, _, b = routertest.Get(t, r.Base()+"/readiness")
-	if st != 503 || string(b) != `{"status":"not_ready","reason":"no healthy workers available","total_workers":0}` {
+	if st != 503 || string(b) != `{"reason":"no healthy workers available","status":"not_ready","total_workers":0}` {
 		t.Fatalf("readiness %d %s", st, b)
 	}
 	if st, _, b := routertest.Get(t, r.Base()+"/health"); st != 200 || string(b) != "All servers healthy" {
@@ -438,9 +440,13 @@ func TestVRPublicRoutesAndFallbackProxy(t *testing.T) {
 	pods := routertest.NewPods()
 	es := routertest.Fleet(t, 2, pods)
 	r := startVR(t, es, pods)
+	// json! without preserve_order: keys sorted, as the wheel answers.
 	st, _, b := routertest.Get(t, r.Base()+"/readiness")
-	if st != 200 || string(b) != `{"status":"ready","healthy_workers":2,"total_workers":2}` {
+	if st != 200 || string(b) != `{"healthy_workers":2,"status":"ready","total_workers":2}` {
 		t.Fatalf("readiness %d %s", st, b)
+	}
+	if st, _, b := routertest.Get(t, r.Base()+"/get_loads"); st != 200 || !strings.HasPrefix(string(b), `{"workers":[{"load":0,"worker":"http://`) {
+		t.Fatalf("get_loads %d %s", st, b)
 	}
 	st, _, b = routertest.Get(t, r.Base()+"/tokenize/extra?x=1")
 	if st != 200 || !strings.Contains(string(b), `"path":"/tokenize/extra"`) || !strings.Contains(string(b), `"query":"x=1"`) {
@@ -587,7 +593,7 @@ func TestVRMetricsExporterAnswersAnyPathAndHealth(t *testing.T) {
 		t.Fatalf("health %d %s", st, b)
 	}
 	st, _, b := routertest.Get(t, base+"/anything")
-	if st != 200 || !strings.Contains(string(b), "# HELP vllm_router_active_workers Number of currently active workers") {
+	if st != 200 || !strings.Contains(string(b), "# TYPE vllm_router_active_workers gauge\nvllm_router_active_workers 1\n") || strings.Contains(string(b), "# HELP") {
 		t.Fatalf("exposition %d %s", st, b)
 	}
 }
@@ -604,6 +610,17 @@ func TestVRConfigErrorExits1(t *testing.T) {
 	if code := r.Wait(t, 5*time.Second); code != 1 || !strings.Contains(r.Stderr.String(), `InvalidValue { field: "cache_threshold", value: "1.5", reason: "Must be between 0.0 and 1.0" }`) {
 		t.Fatalf("exit %d stderr %q", code, r.Stderr.String())
 	}
+	// power_of_two over one static worker: what the clap binary (and the
+	// wheel) refuse; under service discovery the count is not checked.
+	r = routertest.Start(t, Main, []string{"--host=0.0.0.0", "--port={PORT}", "--worker-urls", "http://127.0.0.1:1", "--policy", "power_of_two"}, nil, nil)
+	if code := r.Wait(t, 5*time.Second); code != 1 ||
+		r.Stderr.String() != "Error: IncompatibleConfig { reason: \"Power-of-two policy requires at least 2 workers\" }\n" ||
+		!strings.HasSuffix(r.Stdout.String(), "DEBUG: Validating configuration\n") {
+		t.Fatalf("exit %d stderr %q stdout tail %q", code, r.Stderr.String(), r.Stdout.String())
+	}
+	pods := routertest.NewPods()
+	es := routertest.Fleet(t, 1, pods)
+	startVR(t, es, pods, "--policy", "power_of_two")
 }
 
 // startVRPD runs the router over nPre prefill and nDec decode engines as
@@ -776,6 +793,51 @@ func TestVRPDEmptyPool(t *testing.T) {
 	st, _, b := routertest.Post(t, r.Base()+"/v1/completions", `{"model":"m","prompt":"x"}`, nil)
 	if st != http.StatusServiceUnavailable || string(b) != "No workers available: 1 prefill, 0 decode" {
 		t.Fatalf("%d %q", st, b)
+	}
+}
+
+// Worker::record_outcome is the only setter of cb_state: a worker that
+// never served has no series, one that did has its state after each
+// outcome. The P/D router records no outcome and leaves active_workers
+// unset (its only setter is the regular router).
+func TestVRCircuitSeriesOnlyAfterOutcomes(t *testing.T) {
+	pods := routertest.NewPods()
+	es := routertest.Fleet(t, 2, pods)
+	r := startVR(t, es, pods) // cache_aware: serial chats all go to one worker
+	for i := 0; i < 3; i++ {
+		if st, _, b := routertest.Post(t, r.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil); st != 200 {
+			t.Fatalf("chat %d: %d %s", i, st, b)
+		}
+	}
+	mfs := r.Metrics(t)
+	served := 0
+	for _, e := range es {
+		state, hasState := routertest.Value(mfs, "vllm_router_cb_state", map[string]string{"worker": e.URL()})
+		outcomes, _ := routertest.Value(mfs, "vllm_router_cb_outcomes_total", map[string]string{"worker": e.URL(), "outcome": "success"})
+		switch {
+		case e.Generations() == 3 && hasState && state == 0 && outcomes == 3:
+			served++
+		case e.Generations() == 0 && !hasState && outcomes == 0:
+		default:
+			t.Errorf("%s served %d: cb_state %v (%v), outcomes %v", e.Name, e.Generations(), state, hasState, outcomes)
+		}
+	}
+	if served != 1 {
+		t.Fatalf("%d workers served the serial chats, want 1", served)
+	}
+	if v, _ := routertest.Value(mfs, "vllm_router_active_workers", nil); v != 2 {
+		t.Errorf("active_workers %v", v)
+	}
+
+	pd, _, _ := startVRPD(t, 1, 1)
+	if st, _, b := routertest.Post(t, pd.Base()+"/v1/chat/completions", routertest.Chat("m", "hi", false), nil); st != 200 {
+		t.Fatalf("P/D chat: %d %s", st, b)
+	}
+	mfs = pd.Metrics(t)
+	for _, name := range []string{"vllm_router_cb_state", "vllm_router_cb_outcomes_total", "vllm_router_active_workers"} {
+		if _, ok := mfs[name]; ok {
+			t.Errorf("%s exported in P/D mode", name)
+		}
 	}
 }
 

@@ -85,43 +85,75 @@ func Ordered(kv ...any) []byte {
 	return b.Bytes()
 }
 
-// ReadJSON reads and decodes a JSON object body the way axum's Json
-// extractor answers: 415 without a JSON content type, 413 over the payload
-// limit, 400 for a syntax error, 422 for a body of the wrong shape or
-// without a required field. ok is false when it has answered.
-func ReadJSON(w http.ResponseWriter, r *http.Request, required ...string) (body []byte, obj map[string]any, ok bool) {
+// Rejection is an answer of axum's Json extractor: its status, which
+// rejection it is, and its text.
+type Rejection struct {
+	Status int
+	Kind   RejectionKind
+	Text   string
+}
+
+// RejectionKind names axum's JsonRejection variants.
+type RejectionKind int
+
+const (
+	MissingContentType RejectionKind = iota + 1
+	BodyError
+	SyntaxError
+	DataError
+)
+
+// DecodeJSON reads and decodes a JSON object body the way axum's Json
+// extractor does: 415 without a JSON content type, 413 over the payload
+// limit, 400 for a syntax error (serde_json's message and position), 422
+// for a body of the wrong shape or without a required field (checked in
+// order, reported where the object ends).
+func DecodeJSON(r *http.Request, required ...string) (body []byte, obj map[string]any, rej *Rejection) {
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
 	if !strings.HasPrefix(ct, "application/json") && !strings.Contains(ct, "+json") {
-		Text(w, http.StatusUnsupportedMediaType, "Expected request with `Content-Type: application/json`")
-		return nil, nil, false
+		return nil, nil, &Rejection{http.StatusUnsupportedMediaType, MissingContentType, "Expected request with `Content-Type: application/json`"}
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			Text(w, http.StatusRequestEntityTooLarge, "Failed to buffer the request body: length limit exceeded")
-			return nil, nil, false
+			return nil, nil, &Rejection{http.StatusRequestEntityTooLarge, BodyError, "Failed to buffer the request body: length limit exceeded"}
 		}
-		Text(w, http.StatusBadRequest, "Failed to buffer the request body: "+err.Error())
-		return nil, nil, false
+		return nil, nil, &Rejection{http.StatusBadRequest, BodyError, "Failed to buffer the request body: " + err.Error()}
+	}
+	msg, end, trailing := serdeSyntax(body)
+	if msg != "" {
+		return nil, nil, &Rejection{http.StatusBadRequest, SyntaxError, "Failed to parse the request body as JSON: " + msg}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		Text(w, http.StatusBadRequest, "Failed to parse the request body as JSON: "+err.Error())
-		return nil, nil, false
+		return nil, nil, &Rejection{http.StatusBadRequest, SyntaxError, "Failed to parse the request body as JSON: " + err.Error()}
 	}
 	obj, isObj := v.(map[string]any)
 	if !isObj {
-		Text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: expected a JSON object")
-		return nil, nil, false
+		return nil, nil, &Rejection{http.StatusUnprocessableEntity, DataError, "Failed to deserialize the JSON body into the target type: expected a JSON object"}
 	}
 	for _, f := range required {
 		if _, has := obj[f]; !has {
-			Text(w, http.StatusUnprocessableEntity, "Failed to deserialize the JSON body into the target type: missing field `"+f+"`")
-			return nil, nil, false
+			return nil, nil, &Rejection{http.StatusUnprocessableEntity, DataError,
+				"Failed to deserialize the JSON body into the target type: missing field `" + f + "` at " + serdePosition(body, end)}
 		}
+	}
+	if trailing != "" {
+		return nil, nil, &Rejection{http.StatusBadRequest, SyntaxError, "Failed to parse the request body as JSON: " + trailing}
+	}
+	return body, obj, nil
+}
+
+// ReadJSON is DecodeJSON answering a rejection as axum does, in plain
+// text; ok is false when it has answered.
+func ReadJSON(w http.ResponseWriter, r *http.Request, required ...string) (body []byte, obj map[string]any, ok bool) {
+	body, obj, rej := DecodeJSON(r, required...)
+	if rej != nil {
+		Text(w, rej.Status, rej.Text)
+		return nil, nil, false
 	}
 	return body, obj, true
 }

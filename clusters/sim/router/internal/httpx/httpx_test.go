@@ -41,6 +41,39 @@ func TestReadJSONAnswersLikeAxumJsonExtractor(t *testing.T) {
 	}
 }
 
+// TestSerdeErrorsAreTheWheelsText: what both wheels answered for these
+// bodies (axum's Json over serde_json and serde_path_to_error): the error,
+// the path to it, and serde_json's line and column; a missing field is
+// reported where the object ends, and before trailing characters.
+func TestSerdeErrorsAreTheWheelsText(t *testing.T) {
+	for _, c := range []struct {
+		body     string
+		required []string
+		status   int
+		want     string
+	}{
+		{"{not json", nil, 400, "Failed to parse the request body as JSON: key must be a string at line 1 column 2"},
+		{`{"model":`, nil, 400, "Failed to parse the request body as JSON: model: EOF while parsing a value at line 1 column 9"},
+		{`{"model":"m",}`, nil, 400, "Failed to parse the request body as JSON: trailing comma at line 1 column 14"},
+		{`{"stream":tru}`, nil, 400, "Failed to parse the request body as JSON: stream: expected ident at line 1 column 14"},
+		{`{"prompt":"abc`, nil, 400, "Failed to parse the request body as JSON: prompt: EOF while parsing a string at line 1 column 14"},
+		{"{}\n x", []string{"messages"}, 422, "Failed to deserialize the JSON body into the target type: missing field `messages` at line 1 column 2"},
+		{`{"model":"Qwen/Qwen2.5-0.5B-Instruct"}`, []string{"prompt"}, 422, "Failed to deserialize the JSON body into the target type: missing field `prompt` at line 1 column 38"},
+		{"{\"model\":\n\"Qwen/Qwen2.5-0.5B-Instruct\"}", []string{"prompt"}, 422, "Failed to deserialize the JSON body into the target type: missing field `prompt` at line 2 column 29"},
+		// Not seen on the wheels, but the same rules: a path into arrays,
+		// trailing characters once the value deserialized.
+		{`{"messages":[{"role":"user"},{"role":}]}`, nil, 400, "Failed to parse the request body as JSON: messages[1].role: expected value at line 1 column 38"},
+		{"{} x", nil, 400, "Failed to parse the request body as JSON: trailing characters at line 1 column 4"},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		_, _, rej := DecodeJSON(req, c.required...)
+		if rej == nil || rej.Status != c.status || rej.Text != c.want {
+			t.Errorf("%q: %+v\nwant %d %s", c.body, rej, c.status, c.want)
+		}
+	}
+}
+
 func TestOnlyAnswers405WithTheRoutersAllowHeader(t *testing.T) {
 	h := Only(http.MethodGet, "GET,HEAD", func(w http.ResponseWriter, r *http.Request) { Text(w, 200, "ok") })
 	for method, want := range map[string]int{http.MethodGet: 200, http.MethodHead: 200, http.MethodPost: 405} {

@@ -24,7 +24,15 @@ var DurationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 // renders as summaries (names not ending in duration_seconds).
 var SummaryObjectives = map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.95: 0.005, 0.99: 0.001, 0.999: 0.0001, 1: 0.0001}
 
-// metricsHandler renders reg in the text format on every path but /health.
+// metricsHandler renders reg in the text format on every path but /health,
+// without HELP lines: both routers' start_prometheus describes their
+// metrics (init_metrics) before PrometheusBuilder::install sets the global
+// recorder, so every description goes to the metrics crate's no-op
+// recorder and the exporter knows none (vllm-project/router@v0.1.15:src/metrics.rs
+// and sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/observability/metrics.rs,
+// start_prometheus; seen on both wheels' /metrics). The help texts the
+// series are registered with are the source's describe_* texts, kept as
+// documentation.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
@@ -40,10 +48,7 @@ func metricsHandler(reg *prometheus.Registry) http.Handler {
 		w.Header().Set("Content-Type", string(format))
 		enc := expfmt.NewEncoder(w, format)
 		for _, mf := range mfs {
-			if mf.GetHelp() == "" {
-				// An undescribed metric has no HELP line.
-				mf.Help = nil
-			}
+			mf.Help = nil
 			if err := enc.Encode(mf); err != nil {
 				return
 			}

@@ -25,8 +25,8 @@ func RunHealthChecks(g *Group, reg *workers.Registry, cfg workers.HealthConfig, 
 	})
 }
 
-// CircuitSeries are a router's circuit-breaker series; their names differ
-// per router, their updates do not.
+// CircuitSeries are a router's circuit-breaker series and when it sets
+// them: their names and a few update rules differ per router.
 type CircuitSeries struct {
 	// State is 0 closed, 1 open, 2 half-open, per worker.
 	State *prometheus.GaugeVec
@@ -34,6 +34,15 @@ type CircuitSeries struct {
 	Transitions *prometheus.CounterVec
 	// Outcomes is labelled worker, outcome (success/failure).
 	Outcomes *prometheus.CounterVec
+	// StateEveryOutcome sets State after every outcome, not only on a
+	// transition (VR's Worker::record_outcome ends in set_cb_state;
+	// vllm-project/router@v0.1.15:src/core/worker.rs): the series exists
+	// once a worker has served.
+	StateEveryOutcome bool
+	// ConsecutiveFailures and ConsecutiveSuccesses, when set, are the
+	// breaker's counts after every outcome and transition (SG's
+	// publish_gauge_metrics; sgl-project/sglang@gateway-v0.3.1:sgl-model-gateway/src/core/circuit_breaker.rs).
+	ConsecutiveFailures, ConsecutiveSuccesses *prometheus.GaugeVec
 }
 
 // Record feeds w's breaker one outcome (ok is whatever the router counts as
@@ -47,8 +56,15 @@ func (s CircuitSeries) Record(reg *workers.Registry, w *workers.Worker, ok bool)
 	s.Outcomes.WithLabelValues(w.URL(), outcome).Inc()
 	if changed {
 		s.Transitions.WithLabelValues(w.URL(), from.String(), to.String()).Inc()
-		s.State.WithLabelValues(w.URL()).Set(float64(to))
 		reg.Bump()
+	}
+	if changed || s.StateEveryOutcome {
+		s.State.WithLabelValues(w.URL()).Set(float64(to))
+	}
+	if s.ConsecutiveFailures != nil {
+		f, ok := w.Consecutive()
+		s.ConsecutiveFailures.WithLabelValues(w.URL()).Set(float64(f))
+		s.ConsecutiveSuccesses.WithLabelValues(w.URL()).Set(float64(ok))
 	}
 }
 

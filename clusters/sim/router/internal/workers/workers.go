@@ -109,6 +109,9 @@ func (w *Worker) CircuitState() State { return w.cb.State() }
 // Available is is_healthy() && circuit_breaker().can_execute().
 func (w *Worker) Available() bool { return w.Healthy() && w.cb.CanExecute() }
 
+// Consecutive are the breaker's consecutive failures and successes now.
+func (w *Worker) Consecutive() (failures, successes int) { return w.cb.Consecutive() }
+
 // RecordOutcome feeds the circuit breaker; it reports a state transition
 // (from, to) when one happened.
 func (w *Worker) RecordOutcome(success bool) (from, to State, changed bool) {
@@ -232,6 +235,18 @@ func (r *Registry) All() []*Worker {
 	return append([]*Worker(nil), r.workers...)
 }
 
+// Registered returns the workers in registration order, whatever the
+// registry's candidate order: the registries' type and model indexes keep
+// workers in the order they were registered (WorkerRegistry::get_by_type,
+// get_by_model), where get_all walks the DashMap.
+func (r *Registry) Registered() []*Worker {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := append([]*Worker(nil), r.workers...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
 // URLs returns the worker URLs in candidate order.
 func (r *Registry) URLs() []string {
 	ws := r.All()
@@ -333,6 +348,14 @@ func (c *CircuitBreaker) tickLocked() {
 		c.lastChange = c.now()
 		c.fails, c.succ = 0, 0
 	}
+}
+
+// Consecutive are the consecutive failures and successes now.
+func (c *CircuitBreaker) Consecutive() (failures, successes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tickLocked()
+	return c.fails, c.succ
 }
 
 // CanExecute is false only while open.

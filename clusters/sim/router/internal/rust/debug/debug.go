@@ -26,8 +26,15 @@ func Float(f float64, bits int) string {
 	case math.IsInf(f, -1):
 		return "-inf"
 	}
+	return Shortest(f, bits, 1e-4)
+}
+
+// Shortest is a finite float in its shortest round-trip digits, ".0" on
+// whole numbers, and in exponent form ("1e-7", "1.5e16") outside
+// [plainFrom, 1e16): Rust's Debug uses 1e-4, serde_json (ryu) 1e-5.
+func Shortest(f float64, bits int, plainFrom float64) string {
 	abs := math.Abs(f)
-	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
+	if abs != 0 && (abs < plainFrom || abs >= 1e16) {
 		s := strconv.FormatFloat(f, 'e', -1, bits)
 		mant, exp, _ := strings.Cut(s, "e")
 		neg := strings.HasPrefix(exp, "-")

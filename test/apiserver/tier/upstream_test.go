@@ -1,0 +1,149 @@
+package tier
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/internal/upstreamverdict"
+	"github.com/gpustack/routing-conformance/test/apiserver/stack"
+	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
+)
+
+// envUpstreamFilter selects the claims the upstream run qualifies.
+const envUpstreamFilter = "APISERVER_UPSTREAM_FILTER"
+
+// upstreamFilter is, by default, the claims that change membership (which
+// the plain sim's static worker lists cannot all judge), the defaults'
+// banner (free: the same deployment) and vllm-router's P/D pools, whose
+// banner lists no URLs under discovery as the emulation's does. The
+// routers discover their workers through this API server by the rendered
+// selectors, as on a cluster. sglang-gateway's P/D pools are left out:
+// through the launcher the gateway refuses the operator's P/D rendering
+// under discovery (a known front-end difference), which costs the whole
+// readiness wait to show.
+func upstreamFilter() string {
+	if v, ok := os.LookupEnv(envUpstreamFilter); ok {
+		return v
+	}
+	return "feature:switch || feature:killengine || feature:deleterouter || feature:routerreplicas || " +
+		"feature:defaults || (feature:pdpools && router:vllm-router)"
+}
+
+// The routing suite on E2E_TARGET=kube against the tier's API server, with
+// the routers' upstream code (make upstream-routers) as the node's router
+// containers, given the API server's kubeconfig: their own service
+// discovery, by the selectors the operator renders, finds the engines. Every
+// selected row passes, but for the launcher's known front-end differences
+// (internal/upstreamverdict.Known), which show as the table says; the rows
+// the plain sim skips or changes for its static worker lists pass here.
+func TestUpstreamRoutersDiscoverThroughTheAPIServer(t *testing.T) {
+	in, err := upstream.Load("")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	ctx := t.Context()
+	repo, err := suiterun.Repo(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	bin, err := suiterun.Build(ctx, repo, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(work, "e2e-tier.yaml")
+	if err := suiterun.WriteConfig(repo, cfg); err != nil {
+		t.Fatal(err)
+	}
+	knobs, err := suiterun.SimKnobs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kubeconfig is written before the node starts a Pod; the
+	// processes read it at their start.
+	kubeconfig := filepath.Join(work, "router.kubeconfig")
+	var mu sync.Mutex
+	var started []upstream.Start
+	opts := upstream.Options{Kubeconfig: kubeconfig, Started: func(s upstream.Start) {
+		mu.Lock()
+		defer mu.Unlock()
+		started = append(started, s)
+	}}
+	s := stack.Start(t, stack.Options{EngineEnv: stack.EngineEnv(knobs), Programs: programs.Registry{
+		VLLMRouter:    in.Program(api.RouterVLLM, opts),
+		SGLangGateway: in.Program(api.RouterSGLang, opts),
+	}})
+	b, err := os.ReadFile(s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	filter := upstreamFilter()
+	t.Logf("claims: %q (%s); routers: %s", filter, envUpstreamFilter, strings.Join(upstream.Routers(), ", "))
+	r := suiterun.Run{Binary: bin, Repo: repo, Artifacts: artifactsDir(t, "kube-upstream"), Timeout: suiteTimeout, LabelFilter: filter,
+		Env: map[string]string{"E2E_TARGET": "kube", "E2E_KUBECONFIG": s.Kubeconfig, "E2E_CONFIG": cfg,
+			"E2E_ROUTERS": strings.Join(upstream.Routers(), ",")}}.Exec(ctx)
+	t.Logf("kube-upstream: %s in %s", resultOf(r), r.Wall.Round(time.Second))
+	if r.Report == nil {
+		t.Fatalf("no report: %v\n%s", r.Err, tail(r.Output, 60))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(started) == 0 {
+		t.Fatal("no upstream router process was started: the run did not use the upstream routers")
+	}
+	for _, p := range started {
+		if slices.Contains(p.Translations, "static-workers") {
+			t.Errorf("router Pod %s ran with a static worker list (%v), not the API server's discovery", p.Pod, p.Translations)
+		}
+	}
+	checkUpstreamRows(t, r.Report)
+	// Nothing left: every Pod, so every upstream process, is gone once the
+	// stack stops (its Stop checks the node is empty).
+}
+
+// checkUpstreamRows: each row with a result passes, or differs as the
+// known front-end differences say.
+func checkUpstreamRows(t *testing.T, rep *suiterun.Report) {
+	t.Helper()
+	ran := 0
+	for _, c := range rep.Claims {
+		for _, row := range c.Rows {
+			router, _, _ := strings.Cut(row.Pair, "+")
+			if !upstream.Supports(router) || row.Result == "N/A" || row.Result == "NOT RUN" {
+				continue // llm-d-router is not in the run: its code is not published
+			}
+			ran++
+			want := upstreamverdict.Pass
+			i := slices.IndexFunc(upstreamverdict.Known, func(d upstreamverdict.Difference) bool {
+				return d.Claim == c.Name && d.Pair.String() == row.Pair && d.Kind == upstreamverdict.FrontEnd
+			})
+			if i >= 0 {
+				want = upstreamverdict.Known[i].Upstream
+			}
+			if row.Result != want {
+				t.Errorf("%s / %s: %s with upstream routers discovering through the API server, want %s: %s",
+					c.Name, row.Pair, row.Result, want, strings.Join(row.Reasons, "; "))
+			} else {
+				t.Logf("%s / %s: %s", c.Name, row.Pair, row.Result)
+			}
+		}
+	}
+	if ran == 0 {
+		t.Errorf("no row ran: %+v", rep.Statistics)
+	}
+}
