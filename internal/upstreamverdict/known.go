@@ -91,6 +91,10 @@ func invalidChoice(flag, value, choices string) Evidence {
 		Log: `^launch_router\.py: error: argument ` + flag + `: invalid choice: '` + value + `' ` + choices + `$`}
 }
 
+// anyCase is e for every spec of its row: a claim whose one case's spec
+// text does not name its router args.
+func anyCase(e Evidence) Evidence { e.Case = ""; return e }
+
 // invalidFloat is argparse's refusal of a threshold that is no number.
 func invalidFloat(flag, value string) Evidence {
 	return Evidence{Case: flag + "=" + value, Exit: 2,
@@ -154,12 +158,12 @@ var Known = slices.Concat([]Difference{
 			"the range check a ValueError with the Display text (exit 1, as clap), an unparsable float argparse's line (exit 2)",
 		Cite: sglangLauncher + "; " + sglangBinding + "; " + sglangClap},
 	{Claim: "rendezvoushash", Pair: vllm, Kind: FrontEnd, Emulated: Pass, Upstream: Fail,
-		Shows: []Evidence{invalidChoice("--policy", "rendezvous_hash", vllmChoices)},
+		Shows: []Evidence{anyCase(invalidChoice("--policy", "rendezvous_hash", vllmChoices))},
 		Why: "the launcher's --policy choices lack rendezvous_hash, which clap v0.1.15 and the library accept: the router " +
 			"exits 2 and the deployment never becomes Ready, so the policy cannot be reached through this front end",
 		Cite: vllmLauncher + " (choices); " + vllmClap + " (--policy value_parser lists rendezvous_hash)"},
 	{Claim: "prefixhash", Pair: sglang, Kind: FrontEnd, Emulated: Pass, Upstream: Fail,
-		Shows: []Evidence{invalidChoice("--policy", "prefix_hash", sglangChoices)},
+		Shows: []Evidence{anyCase(invalidChoice("--policy", "prefix_hash", sglangChoices))},
 		Why: "the launcher's --policy choices lack prefix_hash, which clap gateway-v0.3.1 and the library accept: the " +
 			"router exits 2 and the deployment never becomes Ready",
 		Cite: sglangLauncher + " (choices); " + sglangClap + " (--policy value_parser lists prefix_hash)"},

@@ -152,6 +152,10 @@ func (in Spec) Refuse(ctx context.Context, logged func(log string) error) Refusa
 			return
 		}
 		done = true
+		// A failed spec's artifacts are taken now, while the router Pod
+		// that refused the args is still there to show its exit and log;
+		// the edit back removes it (collect runs once per spec).
+		d.collect(ctx, in.Target)
 		By(fmt.Sprintf("editing the router args of %s back to %q", dep.Name(), from))
 		Expect(dep.Update(ctx, func(md *api.ModelDeployment) { md.Spec.Router.ExtraArgs = slices.Clone(from) })).To(Succeed(),
 			"editing spec.router.extraArgs of %s back to %q", dep.Name(), from)
