@@ -16,16 +16,18 @@ import (
 
 func TestFaultsDeleteOnlyTheDeploymentsOwnPods(t *testing.T) {
 	e := newFakeEnv(t, instanceTypeObj(h20, PhaseActive, true, "2", "q"))
-	d := deployed(t, e, "md")
-	e.addPod(routerPod(d.ns, d.name, "md-router-a", "u1"))
-	e.addPod(enginePod(d.ns, d.name, "md-server-a", "10.0.0.1"))
-	e.addPod(enginePod(d.ns, "other", "other-server-a", "10.0.0.2"))
+	// The reactor goes in before Deploy starts the deployment's Pod
+	// informer, which reads the fake's reactor chain from its own goroutine.
 	var graces []string
 	e.kube.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		opts := a.(k8stesting.DeleteActionImpl).DeleteOptions
 		graces = append(graces, graceWords(opts.GracePeriodSeconds))
 		return false, nil, nil
 	})
+	d := deployed(t, e, "md")
+	e.addPod(routerPod(d.ns, d.name, "md-router-a", "u1"))
+	e.addPod(enginePod(d.ns, d.name, "md-server-a", "10.0.0.1"))
+	e.addPod(enginePod(d.ns, "other", "other-server-a", "10.0.0.2"))
 	ctx := context.Background()
 	if err := d.KillEnginePod(ctx, clusters.Replica{Name: "md-router-a"}); err == nil || !strings.Contains(err.Error(), "is a router Pod") {
 		t.Errorf("killing a router Pod as an engine: %v", err)
