@@ -159,13 +159,14 @@ var Known = slices.Concat([]Difference{
 		Cite: sglangLauncher + "; " + sglangBinding + "; " + sglangClap},
 	{Claim: "rendezvoushash", Pair: vllm, Kind: FrontEnd, Emulated: Pass, Upstream: Fail,
 		Shows: []Evidence{anyCase(invalidChoice("--policy", "rendezvous_hash", vllmChoices))},
-		Why: "the launcher's --policy choices lack rendezvous_hash, which clap v0.1.15 and the library accept: the router " +
-			"exits 2 and the deployment never becomes Ready, so the policy cannot be reached through this front end",
+		Why: "the launcher's --policy choices lack rendezvous_hash, which clap v0.1.15 and the library accept: a router " +
+			"given it exits 2 and never becomes Ready (edited in, the previous router Pod keeps serving), so the policy " +
+			"cannot be reached through this front end",
 		Cite: vllmLauncher + " (choices); " + vllmClap + " (--policy value_parser lists rendezvous_hash)"},
 	{Claim: "prefixhash", Pair: sglang, Kind: FrontEnd, Emulated: Pass, Upstream: Fail,
 		Shows: []Evidence{anyCase(invalidChoice("--policy", "prefix_hash", sglangChoices))},
-		Why: "the launcher's --policy choices lack prefix_hash, which clap gateway-v0.3.1 and the library accept: the " +
-			"router exits 2 and the deployment never becomes Ready",
+		Why: "the launcher's --policy choices lack prefix_hash, which clap gateway-v0.3.1 and the library accept: a " +
+			"router given it exits 2 and never becomes Ready (edited in, the previous router Pod keeps serving)",
 		Cite: sglangLauncher + " (choices); " + sglangClap + " (--policy value_parser lists prefix_hash)"},
 }, pdBanner(vllm, StaticWorkers, pdStaticBanner, pdStaticWhy, vllmClap+"; "+vllmLauncher),
 	pdBanner(sglang, FrontEnd, pdIGWBanner, pdIGWWhy,
