@@ -79,6 +79,15 @@ func (in Spec) Begin(spec string) {
 	in.RequireJudgeable(in.Claim, in.Pair)
 }
 
+// RequestsOr is a spec input's request count n, or e2e.yaml's
+// traffic.requests when the input leaves it 0.
+func (in Spec) RequestsOr(n int) int {
+	if n == 0 {
+		return in.Config.Traffic.Requests
+	}
+	return n
+}
+
 // Interval is the [timeout, poll] of op for the spec's claim.
 func (in Spec) Interval(op string) config.Interval {
 	GinkgoHelper()

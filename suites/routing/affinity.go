@@ -54,9 +54,7 @@ func AffinitySpec(input func() AffinitySpecInput) {
 	BeforeEach(func() {
 		in = input()
 		in.Begin("AffinitySpec")
-		if in.Requests == 0 {
-			in.Requests = in.Config.Traffic.Requests
-		}
+		in.Requests = in.RequestsOr(in.Requests)
 	})
 
 	It("routes serial prefix-sharing chats as documented, with no failures", func(ctx SpecContext) {

@@ -88,9 +88,7 @@ func ConcurrencySpec(input func() ConcurrencySpecInput) {
 		if in.Levels == nil {
 			in.Levels = in.Config.Traffic.Concurrency
 		}
-		if in.Requests == 0 {
-			in.Requests = in.Config.Traffic.Requests
-		}
+		in.Requests = in.RequestsOr(in.Requests)
 	})
 
 	It("routes concurrent prefix-sharing chats as the algorithm implies at every level, with no failures", func(ctx SpecContext) {

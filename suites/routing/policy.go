@@ -148,9 +148,7 @@ func PolicySpec(input func() PolicySpecInput) {
 	BeforeEach(func() {
 		in = input()
 		in.Begin("PolicySpec")
-		if in.Requests == 0 {
-			in.Requests = in.Config.Traffic.Requests
-		}
+		in.Requests = in.RequestsOr(in.Requests)
 	})
 
 	It("logs the policy and routes as its algorithm implies", func(ctx SpecContext) {

@@ -53,9 +53,7 @@ func RoundRobinSpec(input func() RoundRobinSpecInput) {
 	BeforeEach(func() {
 		in = input()
 		in.Begin("RoundRobinSpec")
-		if in.Requests == 0 {
-			in.Requests = in.Config.Traffic.Requests
-		}
+		in.Requests = in.RequestsOr(in.Requests)
 		Expect(in.Expect.Split.Expected(in.Requests, int(in.Config.Replicas))).NotTo(BeNil(),
 			"%d requests do not divide evenly over %d replicas; set traffic.requests (or E2E_REQUESTS) to a multiple", in.Requests, in.Config.Replicas)
 	})

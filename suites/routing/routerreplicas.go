@@ -93,9 +93,7 @@ func RouterReplicasSpec(input func() RouterReplicasSpecInput) {
 	BeforeEach(func() {
 		in = input()
 		in.Begin("RouterReplicasSpec")
-		if in.Requests == 0 {
-			in.Requests = in.Config.Traffic.Requests
-		}
+		in.Requests = in.RequestsOr(in.Requests)
 	})
 
 	It("spreads connections over the router Pods and reports how affinity holds", func(ctx SpecContext) {

@@ -93,9 +93,7 @@ func SwitchSpec(input func() SwitchSpecInput) {
 	BeforeEach(func() {
 		in = input()
 		in.Begin("SwitchSpec")
-		if in.Requests == 0 {
-			in.Requests = in.Config.Traffic.Requests
-		}
+		in.Requests = in.RequestsOr(in.Requests)
 	})
 
 	It("replaces the router Pod on each edit, keeps the engines and routes as the new args say", func(ctx SpecContext) {
