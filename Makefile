@@ -34,20 +34,24 @@ APISERVER_TIMEOUT   ?= 20m
 # need no root and do not link k8s.io/kubernetes, so make unit runs them.
 APISERVER_UNIT_PKGS = ./admission/... ./install/... ./podconv/... ./suiterun/... ./netns/...
 
+# On the sim, vllm-router and sgl-model-gateway run as their binaries built
+# from source: make routers first (cached: a second or two when built).
+SIM_ROUTERS = $(if $(filter sim,$(E2E_TARGET)),routers)
+
 # The suite runner (cmd/e2e): checks the label filter, compiles the suite
 # with a visible step, runs Ginkgo with a live traffic line, summarises.
 E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifacts="$(ARTIFACTS)" \
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver test-upstream-routers upstream-routers upstream-routers-lock bench bench-dist fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver routers bench bench-dist fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
 help: ## list every target
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
-test: unit ## unit tests with -race, then the suite on the sim, then the interrupt test
+test: routers unit ## the routers built (cached), unit tests with -race, then the suite on the sim, then the interrupt test
 	$(MAKE) e2e E2E_TARGET=sim GINKGO_NODES=$(TEST_GINKGO_NODES)
 	$(MAKE) reliability
 
@@ -67,17 +71,17 @@ e2e-runner: ## build bin/e2e, the suite runner that e2e, qualify and repeat use
 	@echo "e2e: compiling the suite runner (cmd/e2e)"
 	@$(GO) build -o bin/e2e ./cmd/e2e
 
-e2e: e2e-runner ## run the routing suite on E2E_TARGET (sim, kube, kind); prints a summary and where the report is
+e2e: $(SIM_ROUTERS) e2e-runner ## run the routing suite on E2E_TARGET (sim, kube, kind); prints a summary and where the report is
 	@bin/e2e run $(E2E_FLAGS)
 
 plan: e2e-runner ## what make e2e with the same knobs would create and cost on a GPU cluster (cost model in e2e.yaml), creating nothing; on kube checked against the free accelerators
 	@bin/e2e plan $(E2E_FLAGS)
 
-qualify: e2e-runner ## the documented and extended claims, bundled: make qualify VERSION=v0.9.0 [BASELINE=artifacts/qualification-v0.8.0.tar.gz]
+qualify: $(SIM_ROUTERS) e2e-runner ## the documented and extended claims, bundled: make qualify VERSION=v0.9.0 [BASELINE=artifacts/qualification-v0.8.0.tar.gz]
 	@if [ -z "$(VERSION)" ]; then echo "qualify: set VERSION to the operator version qualified, e.g. make qualify VERSION=v0.9.0"; exit 2; fi
 	@bin/e2e qualify $(E2E_FLAGS) -version='$(VERSION)' -baseline='$(BASELINE)'
 
-repeat: e2e-runner ## run the suite N times (N=20) and name the flaky specs: "runs: 20, flaky specs: 0"
+repeat: $(SIM_ROUTERS) e2e-runner ## run the suite N times (N=20) and name the flaky specs: "runs: 20, flaky specs: 0"
 	@bin/e2e repeat $(E2E_FLAGS) -n=$(N)
 
 reliability: ## on the sim: Ctrl-C mid-traffic ends within 30 s with a partial report and nothing left running; an operator whose router edits replace engines trips the edit guard
@@ -89,18 +93,8 @@ test-apiserver: ## the kube target against a real kube-apiserver, in a private n
 	  if [ -n "$$missing" ]; then echo "test-apiserver: skipped: $$missing"; exit 0; fi && \
 	  $(GO) test -count=1 -timeout $(APISERVER_TIMEOUT) ./...
 
-upstream-routers: ## install the routers' upstream code (PyPI wheels vllm-router, sglang-router; hash-checked) into .upstream-routers/; VLLM_ROUTER_VERSION= / SGLANG_ROUTER_VERSION= name others
-	@bash hack/upstream-routers.sh
-
-test-upstream-routers: e2e-runner ## the suite with the routers' upstream code (make upstream-routers) and with the emulations, compared row by row (docs/upstream-routers.md)
-	@if ! bash hack/upstream-routers.sh; then \
-	  if [ "$${CI:-}" = true ]; then echo "test-upstream-routers: failed: the upstream routers cannot be installed (the line above says why); CI=true"; exit 1; fi; \
-	  echo "test-upstream-routers: skipped: the upstream routers cannot be installed (the line above says why)"; exit 0; \
-	fi
-	@bin/e2e upstream $(E2E_FLAGS) -nodes=$(TEST_GINKGO_NODES)
-
-upstream-routers-lock: ## regenerate clusters/sim/upstream/requirements.txt (every dependency with its sha256) from requirements.in
-	@bash hack/upstream-routers.sh lock
+routers: ## build vllm-router and sgl-model-gateway from their pinned sources with cargo, cached outside the checkout (~/.cache/routing-conformance/routers); ROUTER_PATCHES=<dir> applies the operator's patches; VLLM_ROUTER_VERSION= / SGLANG_ROUTER_VERSION= build others
+	@bash hack/routers.sh
 
 bench: ## benchmarks printing ratios against a peer measured in the same run; the driver's overhead per concurrency
 	bash bench/run.sh

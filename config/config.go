@@ -128,30 +128,10 @@ type Traffic struct {
 	RequestTimeout Duration `json:"requestTimeout"`
 }
 
-// What runs as the argv routers' containers on the sim (sim.routers).
-const (
-	// SimRoutersEmulated: the project's emulations (clusters/sim/router).
-	SimRoutersEmulated = "emulated"
-	// SimRoutersUpstream: the routers' upstream code from PyPI, installed
-	// by make upstream-routers (clusters/sim/upstream); llm-d-router stays
-	// emulated.
-	SimRoutersUpstream = "upstream"
-)
-
-// SimRouters lists the accepted values of sim.routers.
-var SimRouters = []string{SimRoutersEmulated, SimRoutersUpstream}
-
 // Sim holds options of the embedded target.
 type Sim struct {
-	// Routers is what runs as vllm-router's and sglang-gateway's router
-	// containers: emulated (default) or upstream.
-	Routers string `json:"routers"`
 	// Intervals override the top-level ones on the sim (same keys and fallbacks).
 	Intervals map[string]Interval `json:"intervals,omitempty"`
-	// UpstreamIntervals override Intervals when Routers is upstream: an
-	// upstream router process takes about a second to start where an
-	// emulator takes milliseconds (same keys; no fallbacks of their own).
-	UpstreamIntervals map[string]Interval `json:"upstreamIntervals,omitempty"`
 	// EngineTTFT, EngineITL and EngineOutputTokens become the engines'
 	// SIM_ENGINE_TTFT, SIM_ENGINE_ITL and SIM_ENGINE_OUTPUT_TOKENS.
 	EngineTTFT         Duration `json:"engineTTFT"`
@@ -231,8 +211,7 @@ func (c *Config) File() string { return c.file }
 func (c *Config) Specs() []string { return append([]string{SpecDefault}, c.specs...) }
 
 // Interval returns the [timeout, poll] for op in spec: <spec>/<op>, then
-// default/<op>; on the sim, sim.intervals is searched before the top level,
-// and with upstream routers sim.upstreamIntervals before both.
+// default/<op>; on the sim, sim.intervals is searched before the top level.
 // An unknown spec or op is an error, never a silent default.
 func (c *Config) Interval(spec, op string) (Interval, error) {
 	if !slices.Contains(c.Specs(), spec) {
@@ -243,9 +222,6 @@ func (c *Config) Interval(spec, op string) (Interval, error) {
 	}
 	var tables []map[string]Interval
 	if c.Target == TargetSim {
-		if c.Sim.Routers == SimRoutersUpstream {
-			tables = append(tables, c.Sim.UpstreamIntervals)
-		}
 		tables = append(tables, c.Sim.Intervals)
 	}
 	tables = append(tables, c.Intervals)
@@ -360,12 +336,10 @@ func (c *Config) validate() error {
 	c.checkIntervals(&p, "intervals", c.Intervals, true)
 	c.checkCostModel(&p)
 	c.checkIntervals(&p, "sim.intervals", c.Sim.Intervals, false)
-	c.checkIntervals(&p, "sim.upstreamIntervals", c.Sim.UpstreamIntervals, false)
 	if c.Artifacts == "" {
 		p.add(c, "artifacts", "must name a directory for reports (or set ARTIFACTS)")
 	}
 	c.oneOf(&p, "collectArtifacts", c.CollectArtifacts, CollectModes)
-	c.oneOf(&p, "sim.routers", c.Sim.Routers, SimRouters)
 	if c.Sim.EngineOutputTokens < 1 {
 		p.add(c, "sim.engineOutputTokens", fmt.Sprintf("must be at least 1, got %d", c.Sim.EngineOutputTokens))
 	}

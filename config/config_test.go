@@ -396,43 +396,10 @@ func TestRelativePathsFromTheFileAndFromTheEnvironment(t *testing.T) {
 	}
 }
 
-// sim.routers picks what runs as the argv routers on the sim: emulated by
-// default, upstream from the file or E2E_SIM_ROUTERS; anything else is
-// refused naming the field, its source and the accepted values.
-func TestSimRouters(t *testing.T) {
-	c, err := parse(t, "", noEnv)
-	if err != nil || c.Sim.Routers != SimRoutersEmulated {
-		t.Fatalf("default sim.routers = %q (%v), want %q", c.Sim.Routers, err, SimRoutersEmulated)
-	}
-	c, err = parse(t, "sim:\n  routers: upstream\n", noEnv)
-	if err != nil || c.Sim.Routers != SimRoutersUpstream {
-		t.Fatalf("sim.routers from the file = %q (%v)", c.Sim.Routers, err)
-	}
-	c, err = parse(t, "sim:\n  routers: emulated\n", envMap(map[string]string{"E2E_SIM_ROUTERS": "upstream"}))
-	if err != nil || c.Sim.Routers != SimRoutersUpstream {
-		t.Fatalf("E2E_SIM_ROUTERS did not win: %q (%v)", c.Sim.Routers, err)
-	}
-	mustFail(t, "sim:\n  routers: pypi\n", noEnv, `e2e.yaml: sim.routers "pypi" is not one of emulated, upstream (line 2)`)
-	mustFail(t, "", envMap(map[string]string{"E2E_SIM_ROUTERS": "real"}), `E2E_SIM_ROUTERS: sim.routers "real" is not one of emulated, upstream`)
-}
-
-// sim.upstreamIntervals apply only with upstream routers, before
-// sim.intervals; their keys are checked like the others.
-func TestSimUpstreamIntervals(t *testing.T) {
-	yaml := "sim:\n  intervals:\n    deleterouter/fault-window: [1s, 20ms]\n  upstreamIntervals:\n    deleterouter/fault-window: [3s, 20ms]\n"
-	specs := append(slices.Clone(testSpecs), "deleterouter")
-	for routers, want := range map[string]time.Duration{SimRoutersEmulated: time.Second, SimRoutersUpstream: 3 * time.Second} {
-		c, err := Parse("e2e.yaml", []byte(yaml), "/cfg", envMap(map[string]string{"E2E_SIM_ROUTERS": routers}), specs...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if iv, _ := c.Interval("deleterouter", OpFaultWindow); iv.Timeout.D() != want {
-			t.Errorf("routers %s: deleterouter/fault-window = %s, want %s", routers, iv, want)
-		}
-		if iv, _ := c.Interval("affinity", OpFaultWindow); iv.Timeout.D() != time.Second {
-			t.Errorf("routers %s: affinity/fault-window = %s, want sim.intervals' default [1s, 20ms]", routers, iv)
-		}
-	}
-	mustFail(t, "sim:\n  upstreamIntervals:\n    default/wait-redy: [1s, 20ms]\n", noEnv,
-		`sim.upstreamIntervals.default/wait-redy names op "wait-redy"`)
+// sim.routers (emulated or upstream) retired with the router emulations:
+// a file that still sets it, or sim.upstreamIntervals, is refused naming
+// the field, not read as something else.
+func TestSimRoutersRetired(t *testing.T) {
+	mustFail(t, "sim:\n  routers: emulated\n", noEnv, `sim.routers`)
+	mustFail(t, "sim:\n  upstreamIntervals:\n    deleterouter/fault-window: [3s, 20ms]\n", noEnv, `sim.upstreamIntervals`)
 }

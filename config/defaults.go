@@ -47,7 +47,6 @@ func Default() *Config {
 		Artifacts:        "artifacts",
 		CollectArtifacts: CollectOnFailure,
 		Sim: Sim{
-			Routers: SimRoutersEmulated,
 			Intervals: map[string]Interval{
 				SpecDefault + "/" + OpWaitReady:       iv(30*time.Second, 20*time.Millisecond),
 				SpecDefault + "/" + OpWaitRouterCrash: iv(15*time.Second, 20*time.Millisecond),

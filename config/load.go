@@ -153,7 +153,6 @@ func Overrides() []Override {
 		{Env: "E2E_SGLANG_VERSION", Field: "engines[SGLang].version", Help: "SGLang spec.engine.version", set: engineField(api.EngineSGLang, func(e *Engine) *string { return &e.Version })},
 		{Env: "E2E_SGLANG_IMAGE", Field: "engines[SGLang].image", Help: "SGLang roles[].image", set: engineField(api.EngineSGLang, func(e *Engine) *string { return &e.Image })},
 		{Env: "ARTIFACTS", Field: "artifacts", Help: "artifacts directory", set: str(func(c *Config) *string { return &c.Artifacts })},
-		{Env: "E2E_SIM_ROUTERS", Field: "sim.routers", Help: "emulated or upstream (the routers' PyPI code; make upstream-routers)", set: str(func(c *Config) *string { return &c.Sim.Routers })},
 		{Env: "E2E_COLLECT_ARTIFACTS", Field: "collectArtifacts", Help: "onFailure, always or never", set: str(func(c *Config) *string { return &c.CollectArtifacts })},
 		{Env: "SKIP_RESOURCE_CLEANUP", Field: "skipCleanup", Help: "true keeps what specs created", set: boolField(func(c *Config) *bool { return &c.SkipCleanup })},
 		{Env: "E2E_KUBECONFIG", Field: "kube.kubeconfig", Help: "kubeconfig file", set: str(func(c *Config) *string { return &c.Kube.Kubeconfig })},

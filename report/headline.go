@@ -76,8 +76,8 @@ func qualifies(r *Report) string {
 func targetPhrase(e Environment) string {
 	switch e.Target {
 	case TargetSim:
-		if up := upstreamRouters(e.RouterCode); up != "" {
-			return "on the simulator with upstream routers (" + up + ")"
+		if up := unpinnedRouters(e.RouterCode); up != "" {
+			return "on the simulator with routers built from other than the pinned source (" + up + ")"
 		}
 		return "on the simulator"
 	case "":

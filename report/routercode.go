@@ -29,23 +29,27 @@ func routerCode(env clusters.Environment) []PairRouterCode {
 	return out
 }
 
-// upstreamRouters names the upstream router packages that ran, once each,
-// in order ("vllm-router 0.1.15, sglang-router 0.3.1"); "" when none did.
-func upstreamRouters(codes []PairRouterCode) string {
+// unpinnedRouters names the built routers that are not the pins (another
+// version, or patched), once each, in order ("vllm-router 0.1.17, not
+// hash-pinned"); "" when every build is the pins.
+func unpinnedRouters(codes []PairRouterCode) string {
 	var names []string
 	for _, c := range codes {
-		if c.Implementation != clusters.RouterUpstream {
+		if c.Implementation != clusters.RouterBuilt || (c.HashChecked && len(c.Patches) == 0) {
 			continue
 		}
-		n := c.Package + " " + c.Version
+		n := c.Binary + " " + c.Version
 		if !c.HashChecked {
-			n += ", not hash-checked"
+			n += ", not hash-pinned"
+		}
+		if len(c.Patches) > 0 {
+			n += fmt.Sprintf(", %d patches", len(c.Patches))
 		}
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, "; ")
 }
 
 // routerCodeRows are the environment block's lines for the router code,
@@ -55,14 +59,14 @@ func routerCodeRows(codes []PairRouterCode) []EnvRow {
 	for _, c := range codes {
 		var v string
 		switch c.Implementation {
-		case clusters.RouterUpstream:
-			checked := "hash-checked"
+		case clusters.RouterBuilt:
+			pinned := "hash-pinned"
 			if !c.HashChecked {
-				checked = "not hash-checked: a version other than the pins"
+				pinned = "not hash-pinned: a version other than the pins"
 			}
-			v = fmt.Sprintf("upstream %s %s (%s, sha256 %s, %s)", c.Package, c.Version, c.File, c.SHA256, checked)
-			if c.Workers != "" {
-				v += "; workers: " + c.Workers
+			v = fmt.Sprintf("built from source: %s %s (%s, sdist %s, sha256 %s, %s)", c.Binary, c.Version, c.Package, c.File, c.SHA256, pinned)
+			if len(c.Patches) > 0 {
+				v += "; patches: " + strings.Join(c.Patches, ", ")
 			}
 		case clusters.RouterEmulated:
 			v = "emulated (" + c.Emulates + ")"
@@ -74,11 +78,12 @@ func routerCodeRows(codes []PairRouterCode) []EnvRow {
 	return rows
 }
 
-// simTarget is the Target line of a sim run: what it emulated.
+// simTarget is the Target line of a sim run: what ran as what.
 func simTarget(codes []PairRouterCode) string {
-	if upstreamRouters(codes) == "" {
+	built := slices.ContainsFunc(codes, func(c PairRouterCode) bool { return c.Implementation == clusters.RouterBuilt })
+	if !built {
 		return "simulator (sim): the operator, routers and engines are emulated in-process on loopback; no GPU"
 	}
-	return "simulator (sim): the operator, the engines and the routers marked emulated below run emulated in-process on " +
-		"loopback; the routers marked upstream run their own code from PyPI as processes; no GPU"
+	return "simulator (sim): the routers marked built from source below run their own binaries as processes; the " +
+		"operator, the engines and the routers marked emulated run emulated in-process; all on loopback; no GPU"
 }

@@ -9,25 +9,27 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 )
 
-// A sim run with upstream routers says so in the headline, the Target
-// line, a Router code line per pair and report.json; an emulated run
-// names its emulations per pair and keeps its headline.
+// A sim run names per pair the router code that ran: the build (binary,
+// version, sdist and digest, pinned or not, patches) or the emulation, in
+// the environment block and report.json; the headline says so only when a
+// build is not the pins.
 func TestReportSaysWhichRouterCodeRan(t *testing.T) {
-	up := func(pkg, version string, checked bool) *clusters.RouterCode {
-		return &clusters.RouterCode{Implementation: clusters.RouterUpstream, Package: pkg, Version: version,
-			File: pkg + ".whl", SHA256: "2f26", HashChecked: checked, Workers: "a static list"}
+	built := func(binary, pkg, version string, pinned bool, patches ...string) *clusters.RouterCode {
+		return &clusters.RouterCode{Implementation: clusters.RouterBuilt, Binary: binary, Package: pkg, Version: version,
+			File: pkg + "-" + version + ".tar.gz", SHA256: "af8e", HashChecked: pinned, Patches: patches}
 	}
 	emulated := &clusters.RouterCode{Implementation: clusters.RouterEmulated, Emulates: "llm-d-router v0.10.0 epp + envoy"}
 	pairs := []clusters.PairSupport{
-		{Pair: api.Pair{Router: api.RouterVLLM, Engine: api.EngineVLLM}, Supported: true, RouterCode: up("vllm-router", "0.1.15", true)},
-		{Pair: api.Pair{Router: api.RouterSGLang, Engine: api.EngineSGLang}, Supported: true, RouterCode: up("sglang-router", "0.3.2", false)},
+		{Pair: api.Pair{Router: api.RouterVLLM, Engine: api.EngineVLLM}, Supported: true, RouterCode: built("vllm-router", "vllm-router", "0.1.15", true)},
+		{Pair: api.Pair{Router: api.RouterSGLang, Engine: api.EngineSGLang}, Supported: true,
+			RouterCode: built("sgl-model-gateway", "sglang-router", "0.3.2", false, "0001-x.patch")},
 		{Pair: api.Pair{Router: api.RouterLLMD, Engine: api.EngineVLLM}, Supported: true, RouterCode: emulated},
 		{Pair: api.Pair{Router: api.RouterVLLM, Engine: api.EngineSGLang}, Reason: "not fronted"},
 	}
 	m := meta(t)
 	m.Environment.Pairs = pairs
 	q := build(t, syntheticReport(t), m)
-	if want := "Routing conformance on the simulator with upstream routers (vllm-router 0.1.15, sglang-router 0.3.2, not hash-checked): "; !strings.HasPrefix(q.Headline, want) {
+	if want := "Routing conformance on the simulator with routers built from other than the pinned source (sgl-model-gateway 0.3.2, not hash-pinned, 1 patches): "; !strings.HasPrefix(q.Headline, want) {
 		t.Errorf("headline %q, want it to start %q", q.Headline, want)
 	}
 	block := map[string]string{}
@@ -35,9 +37,9 @@ func TestReportSaysWhichRouterCodeRan(t *testing.T) {
 		block[r.Name] = r.Value
 	}
 	for name, want := range map[string]string{
-		"Target":                             "the routers marked upstream run their own code from PyPI",
-		"Router code, vllm-router+vLLM":      "upstream vllm-router 0.1.15 (vllm-router.whl, sha256 2f26, hash-checked); workers: a static list",
-		"Router code, sglang-gateway+SGLang": "upstream sglang-router 0.3.2 (sglang-router.whl, sha256 2f26, not hash-checked",
+		"Target":                             "the routers marked built from source below run their own binaries as processes",
+		"Router code, vllm-router+vLLM":      "built from source: vllm-router 0.1.15 (vllm-router, sdist vllm-router-0.1.15.tar.gz, sha256 af8e, hash-pinned)",
+		"Router code, sglang-gateway+SGLang": "built from source: sgl-model-gateway 0.3.2 (sglang-router, sdist sglang-router-0.3.2.tar.gz, sha256 af8e, not hash-pinned: a version other than the pins); patches: 0001-x.patch",
 		"Router code, llm-d-router+vLLM":     "emulated (llm-d-router v0.10.0 epp + envoy)",
 	} {
 		if !strings.Contains(block[name], want) {
@@ -51,16 +53,16 @@ func TestReportSaysWhichRouterCodeRan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"routerCode":[{"pair":"vllm-router+vLLM","implementation":"upstream","package":"vllm-router","version":"0.1.15","file":"vllm-router.whl","sha256":"2f26","hashChecked":true`,
+	for _, want := range []string{`"routerCode":[{"pair":"vllm-router+vLLM","implementation":"built from source","binary":"vllm-router","package":"vllm-router","version":"0.1.15","file":"vllm-router-0.1.15.tar.gz","sha256":"af8e","hashChecked":true`,
 		`{"pair":"llm-d-router+vLLM","implementation":"emulated","emulates":"llm-d-router v0.10.0 epp + envoy"}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report.json lacks %s", want)
 		}
 	}
 
-	m.Environment.Pairs = []clusters.PairSupport{{Pair: pairs[0].Pair, Supported: true, RouterCode: emulated}}
+	m.Environment.Pairs = pairs[:1]
 	q = build(t, syntheticReport(t), m)
 	if !strings.HasPrefix(q.Headline, "Routing conformance on the simulator: ") {
-		t.Errorf("an emulated run's headline %q names upstream routers", q.Headline)
+		t.Errorf("a run on the pinned builds has headline %q", q.Headline)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ func TestRealRouterReadyServesAndCrashesOnBadPolicy(t *testing.T) {
 			d := deployReady(t, c, md("real", router, engineOf(router), 2))
 			ctx := ctxT(t, 20*time.Second)
 			logs, err := d.RouterLogs(ctx, clusters.LogOptions{})
-			if err != nil || !strings.Contains(logs, "Starting router on 0.0.0.0:8081") ||
+			// The process binds the Pod's own address (the bind-address row).
+			if err != nil || !regexp.MustCompile(`Starting router on 127\.[0-9.]+:8081`).MatchString(logs) ||
 				!strings.Contains(logs, "policy: CacheAware { cache_threshold: 0.3") {
 				t.Fatalf("banner: %v\n%s", err, logs)
 			}

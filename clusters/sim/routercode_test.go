@@ -6,28 +6,29 @@ import (
 	"testing"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
 
-// With upstream routers the sim says per pair which code runs, and limits
-// exactly the claims a static worker list cannot judge, on those pairs.
+// With the routers built the sim says per pair which code runs; without a
+// build their pairs are unsupported, saying what to run.
 func TestDescribeNamesTheRouterCodeAndItsLimits(t *testing.T) {
-	in := &upstream.Install{Wheels: []upstream.Wheel{
-		{Package: "vllm-router", Version: "0.1.15", File: "vllm_router.whl", SHA256: "aa", HashChecked: true},
-		{Package: "sglang-router", Version: "0.3.1", File: "sglang_router.whl", SHA256: "bb", HashChecked: true},
+	in := &upstream.Install{Binaries: []upstream.Binary{
+		{Path: "/bin/vllm-router", Build: upstream.Build{Router: api.RouterVLLM, Binary: "vllm-router", Package: "vllm-router",
+			Version: "0.1.15", Sdist: "vllm_router-0.1.15.tar.gz", SdistSHA256: "aa", HashPinned: true}},
+		{Path: "/bin/sgl-model-gateway", Build: upstream.Build{Router: api.RouterSGLang, Binary: "sgl-model-gateway",
+			Package: "sglang-router", Version: "0.3.1", Sdist: "sglang_router-0.3.1.tar.gz", SdistSHA256: "bb", HashPinned: true}},
 	}}
 	for _, tc := range []struct {
 		name string
 		in   *upstream.Install
-		want map[string]string // pair -> implementation and package
+		want map[string]string // pair -> implementation and binary; "" unsupported
 	}{
-		{"emulated", nil, map[string]string{"vllm-router+vLLM": "emulated ", "sglang-gateway+SGLang": "emulated ", "llm-d-router+vLLM": "emulated "}},
-		{"upstream", in, map[string]string{"vllm-router+vLLM": "upstream vllm-router", "sglang-gateway+SGLang": "upstream sglang-router",
+		{"no build", nil, map[string]string{"vllm-router+vLLM": "", "sglang-gateway+SGLang": "", "llm-d-router+vLLM": "emulated "}},
+		{"built", in, map[string]string{"vllm-router+vLLM": "built from source vllm-router", "sglang-gateway+SGLang": "built from source sgl-model-gateway",
 			"llm-d-router+vLLM": "emulated "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(Options{UpstreamRouters: tc.in})
+			c := New(Options{Routers: tc.in})
 			defer c.Close(context.Background())
 			env, err := c.Describe(t.Context())
 			if err != nil {
@@ -38,30 +39,22 @@ func TestDescribeNamesTheRouterCodeAndItsLimits(t *testing.T) {
 				if !ok {
 					continue
 				}
+				if want == "" {
+					if p.Supported || !strings.Contains(p.Reason, "run `make routers`") {
+						t.Errorf("%s without a build: supported %t, reason %q; want unsupported, naming make routers", p.Pair, p.Supported, p.Reason)
+					}
+					continue
+				}
 				if p.RouterCode == nil {
 					t.Fatalf("%s: no router code", p.Pair)
 				}
-				if got := p.RouterCode.Implementation + " " + p.RouterCode.Package; got != want {
+				if got := p.RouterCode.Implementation + " " + p.RouterCode.Binary; got != want {
 					t.Errorf("%s: router code %q, want %q", p.Pair, got, want)
 				}
 			}
 			upstreamRan := tc.in != nil
-			if got := strings.Contains(strings.Join(env.Notes, "\n"), "upstream Rust code"); got != upstreamRan {
-				t.Errorf("notes say upstream code ran: %t, want %t: %q", got, upstreamRan, env.Notes)
-			}
-			vllm := api.Pair{Router: api.RouterVLLM, Engine: api.EngineVLLM}
-			llmd := api.Pair{Router: api.RouterLLMD, Engine: api.EngineVLLM}
-			var limiter clusters.ClaimLimiter = c
-			if why := limiter.ClaimLimit("killengine", vllm); (why != "") != upstreamRan || upstreamRan && !strings.Contains(why, "static worker list") {
-				t.Errorf("killengine on %s: limit %q", vllm, why)
-			}
-			for _, claim := range []string{"switch", "deleterouter", "routerreplicas", "affinity"} {
-				if why := limiter.ClaimLimit(claim, vllm); why != "" {
-					t.Errorf("%s is limited on %s: %s", claim, vllm, why)
-				}
-			}
-			if why := limiter.ClaimLimit("killengine", llmd); why != "" {
-				t.Errorf("killengine is limited on the emulated %s: %s", llmd, why)
+			if got := strings.Contains(strings.Join(env.Notes, "\n"), "routers built from source: vllm-router 0.1.15 (sdist sha256 aa)"); got != upstreamRan {
+				t.Errorf("notes name the builds: %t, want %t: %q", got, upstreamRan, env.Notes)
 			}
 		})
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/metrics"
 )
 
@@ -215,7 +214,7 @@ func TestInClusterRouterServiceNameFollowsAReplacedRouterPod(t *testing.T) {
 // and the Service sends new connections to it, so a keep-alive client loses
 // at most the request in flight on the old Pod's connection when it closes.
 func TestExtraArgsEditRollsTheRouterWithoutDroppingTraffic(t *testing.T) {
-	c := newCluster(t, sim.Options{Programs: programs.Default()})
+	c := realCluster(t, sim.Options{})
 	d := deployReady(t, c, md("roll", api.RouterVLLM, api.EngineVLLM, 2))
 	ctx := ctxT(t, 30*time.Second)
 	base, err := d.OpenAIBaseURL(ctx)
@@ -255,7 +254,7 @@ func TestExtraArgsEditRollsTheRouterWithoutDroppingTraffic(t *testing.T) {
 // new connections spread over both router Pods, each counting its own
 // requests.
 func TestTwoRouterReplicasShareTheServiceConnections(t *testing.T) {
-	c := newCluster(t, sim.Options{Programs: programs.Default()})
+	c := realCluster(t, sim.Options{})
 	m := md("two", api.RouterSGLang, api.EngineSGLang, 2)
 	m.Spec.Router.Replicas = api.Ptr(int32(2))
 	d := deployReady(t, c, m)

@@ -36,14 +36,10 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
 
-// Versions the sim reports for the simulated programs.
-const (
-	VLLMRouterVersion    = "vllm-router v0.1.15 (simulated)"
-	SGLangGatewayVersion = "sgl-model-gateway gateway-v0.3.1 (simulated)"
-)
-
 // emulatorsNote says what runs on the sim.
-const emulatorsNote = "engines and routers are Go emulators on loopback addresses; there is no GPU"
+const emulatorsNote = "vllm-router and sgl-model-gateway are their own clap binaries, built from their pinned sources " +
+	"(make routers; docs/routers-from-source.md); the engines, the operator and llm-d-router are Go emulators; all on " +
+	"loopback addresses; there is no GPU"
 
 // LLMDRouterVersion is the llm-d-router the sim's epp and envoy emulate.
 const LLMDRouterVersion = "llm-d-router v0.10.0 epp + envoy (simulated)"
@@ -114,13 +110,12 @@ type Options struct {
 	// max-score-picker; 0 lets each EPP seed from the clock as the real one
 	// does. Either way Deployment.PickerSeeds reports the seed each EPP used.
 	PickerSeed uint64
-	// UpstreamRouters, when set, runs the routers' upstream code from this
-	// install (package upstream) as the router containers of vllm-router
-	// and sglang-gateway, with static worker lists (the sim has no
-	// Kubernetes API); llm-d-router stays emulated (its code is published
-	// nowhere this project can install it from). A Programs field set for
-	// one of those routers wins.
-	UpstreamRouters *upstream.Install
+	// Routers runs the binaries make routers built (package upstream) as
+	// the router containers of vllm-router and sglang-gateway, with static
+	// worker lists (the sim has no Kubernetes API). Nil: those pairs are
+	// not supported, with the reason (no router of theirs is emulated). A
+	// Programs field set for one of those routers wins.
+	Routers *upstream.Install
 }
 
 func (o Options) withDefaults() Options {
@@ -190,7 +185,7 @@ func New(opts Options) *Cluster {
 		}
 	}
 	c.kube = kubelet.New(kopts)
-	if in := opts.UpstreamRouters; in != nil {
+	if in := opts.Routers; in != nil {
 		opts.Programs = opts.Programs.Merge(programs.Registry{
 			VLLMRouter:    in.Program(api.RouterVLLM, upstream.Options{}),
 			SGLangGateway: in.Program(api.RouterSGLang, upstream.Options{}),
@@ -228,19 +223,17 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 	env := clusters.Environment{
 		Target:          "sim",
 		OperatorVersion: "gpustack-operator (admission, rendering and status emulated by clusters/sim/operator)",
-		RouterImage: fmt.Sprintf("%s (simulated: %s, %s, %s)", operator.DefaultRouterImage, VLLMRouterVersion,
-			SGLangGatewayVersion, LLMDRouterVersion),
+		RouterImage: fmt.Sprintf("%s (not run: vllm-router and sgl-model-gateway are built from source, llm-d-router is %s)",
+			operator.DefaultRouterImage, LLMDRouterVersion),
 		EngineImages: map[string]string{},
 		Notes: []string{
-			VLLMRouterVersion,
-			SGLangGatewayVersion,
 			LLMDRouterVersion,
 			emulatorsNote,
 			"times are scaled: probes every " + c.opts.ProbePeriod.String() + ", restart back-off from " +
 				durationOr(c.opts.Kubelet.BackoffInitial, kubelet.DefaultBackoffInitial).String(),
 		},
 	}
-	c.describeUpstream(&env)
+	c.describeRouters(&env)
 	for _, e := range slices.Sorted(maps.Keys(c.opts.EngineVersions)) {
 		v := c.opts.EngineVersions[e]
 		env.EngineImages[e] = operator.SynthesizedImage(e, v) + " (simulated)"
@@ -254,6 +247,8 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 			switch {
 			case !slices.Contains(operator.RouterEngines[router], engine):
 				pair.Reason = operator.RouterEngineMismatch(router, engine)
+			case rm == nil && upstream.Supports(router):
+				pair.Reason = fmt.Sprintf("%s runs as its binary built from source, and this sim was given no build: run `%s`", rbin, upstream.InstallCommand)
 			case rm == nil:
 				pair.Reason = fmt.Sprintf("no %s program is registered in this build of the sim", rbin)
 			case em == nil:
@@ -368,7 +363,9 @@ func (c *Cluster) owner(p kubelet.PodStatus) *deployment {
 // runnable refuses what the sim cannot run, after admission has passed.
 func (c *Cluster) runnable(md *api.ModelDeployment) error {
 	if md.Spec.Router != nil {
-		if m, bin := c.opts.Programs.Router(md.Spec.Router.Name); m == nil {
+		if m, bin := c.opts.Programs.Router(md.Spec.Router.Name); m == nil && upstream.Supports(md.Spec.Router.Name) {
+			return fmt.Errorf("sim target: %s runs as its binary built from source, and this sim was given none: run `%s` and pass the build as sim.Options.Routers", bin, upstream.InstallCommand)
+		} else if m == nil {
 			return fmt.Errorf("sim target: no %s program is registered; set sim.Options.Programs", bin)
 		}
 	}

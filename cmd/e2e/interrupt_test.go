@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
-	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/report"
 )
 
@@ -118,44 +117,43 @@ var trafficLine = regexp.MustCompile(`traffic \[process \d+\] \S+ \S+: (\d+)/(\d
 // person at a terminal does: make e2e on the sim, Ctrl-C (SIGINT to the
 // foreground process group) while traffic runs. The run must end within 30
 // seconds with a report marked interrupted, and no process of the run and
-// no port it listened on may be left: with the emulated routers, and with
-// the routers' upstream code, whose router processes must all be gone too.
+// no port it listened on may be left: with llm-d-router's emulation, and
+// with the routers built from source, whose processes must all be gone too.
 func TestInterruptMidTrafficEndsWithAPartialReportAndLeavesNothing(t *testing.T) {
 	if os.Getenv("E2E_RELIABILITY") == "" {
 		t.Skip("runs make e2e on the sim; make reliability (part of make test) runs it with E2E_RELIABILITY=1")
 	}
 	const claims = "feature:affinity || feature:roundrobin"
-	t.Run("emulated routers", func(t *testing.T) { interruptMidTraffic(t, config.SimRoutersEmulated, claims) })
-	t.Run("upstream routers", func(t *testing.T) {
+	t.Run("emulated llm-d-router", func(t *testing.T) { interruptMidTraffic(t, "("+claims+") && router:llm-d-router") })
+	t.Run("routers built from source", func(t *testing.T) {
 		if _, err := upstream.Load(""); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("CI=true: %v", err)
 			}
 			t.Skip(err)
 		}
-		// Only the pairs whose routers run upstream, so the traffic that is
-		// interrupted goes through an upstream router process.
-		run := interruptMidTraffic(t, config.SimRoutersUpstream, "("+claims+") && !router:llm-d-router")
-		// The check above could fail for them: the run had upstream
-		// router processes when it was interrupted.
+		// Only the pairs whose routers are built binaries, so the traffic
+		// that is interrupted goes through a router process.
+		run := interruptMidTraffic(t, "("+claims+") && !router:llm-d-router")
+		// The check above could fail for them: the run had router
+		// processes when it was interrupted.
 		n := 0
 		for _, p := range run {
-			// The launchers retitle themselves (setproctitle).
-			if strings.HasPrefix(p.cmdline, "vllm::router") || strings.HasPrefix(p.cmdline, "sglang::router") {
+			bin, _, _ := strings.Cut(p.cmdline, " ")
+			if base := filepath.Base(bin); base == "vllm-router" || base == "sgl-model-gateway" {
 				n++
 			}
 		}
 		if n == 0 {
-			t.Errorf("the run had no upstream router process (vllm::router, sglang::router) when it was interrupted")
+			t.Errorf("the run had no router process (vllm-router, sgl-model-gateway) when it was interrupted")
 		}
-		t.Logf("%d upstream router processes were running at the interrupt, and none is left", n)
+		t.Logf("%d router processes were running at the interrupt, and none is left", n)
 	})
 }
 
-// interruptMidTraffic interrupts make e2e (sim.routers = routers, the
-// specs of filter) in the middle of its traffic, checks what the test's
+// interruptMidTraffic interrupts make e2e (the specs of filter) in the middle of its traffic, checks what the test's
 // doc says, and returns the processes the run had at the interrupt.
-func interruptMidTraffic(t *testing.T, routers, filter string) []proc {
+func interruptMidTraffic(t *testing.T, filter string) []proc {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +162,7 @@ func interruptMidTraffic(t *testing.T, routers, filter string) []proc {
 	cmd := exec.Command("make", "-s", "e2e", "ARTIFACTS="+art, "GINKGO_LABEL_FILTER="+filter)
 	cmd.Dir = root
 	// Long enough traffic to be interrupted in the middle of it.
-	cmd.Env = append(os.Environ(), "E2E_REQUESTS=2400", "E2E_SIM_ROUTERS="+routers)
+	cmd.Env = append(os.Environ(), "E2E_REQUESTS=2400")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw

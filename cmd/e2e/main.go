@@ -9,7 +9,6 @@
 //	e2e qualify -version V [-baseline B] [flags] documented and extended claims, then a bundle (make qualify)
 //	e2e repeat  -n N [flags]                     the suite N times, then the flaky specs (make repeat)
 //	e2e plan    [flags]                          what a run would create and cost, creating nothing (make plan)
-//	e2e upstream [flags]                         emulated and upstream routers, compared row by row (make test-upstream-routers)
 package main
 
 import (
@@ -40,7 +39,7 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout))
 }
 
-const usage = `usage: e2e run|qualify|repeat|plan|upstream [flags]   (see make help)`
+const usage = `usage: e2e run|qualify|repeat|plan [flags]   (see make help)`
 
 func run(ctx context.Context, args []string, out io.Writer) int {
 	if len(args) == 0 {
@@ -101,8 +100,6 @@ func run(ctx context.Context, args []string, out io.Writer) int {
 			free = freeAccelerators
 		}
 		return plan(ctx, o, free)
-	case "upstream":
-		return upstreamRouters(ctx, o)
 	}
 	fmt.Fprintln(out, usage)
 	return 2

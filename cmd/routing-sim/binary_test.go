@@ -12,19 +12,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
 )
 
-// TestBinaryServesUntilSIGINT builds routing-sim with the registered
-// emulators and drives it as a user would: start, wait for the URLs, send a
-// request, SIGINT, expect a clean exit 0.
+// TestBinaryServesUntilSIGINT builds routing-sim and drives it as a user
+// would over a vllm-router pair (the router built from source, make
+// routers): start, wait for the URLs, send a request, SIGINT, expect a
+// clean exit 0.
 func TestBinaryServesUntilSIGINT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	if p := programs.Default(); p.VLLMRouter == nil || p.VLLM == nil {
-		t.Skip("the vllm-router and vLLM emulators are not registered")
-	}
+	upstreamtest.Install(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool on PATH")
@@ -99,7 +98,7 @@ func TestBinaryServesUntilSIGINT(t *testing.T) {
 		t.Fatalf("exit after SIGINT: %v\nstderr:\n%s", err, &stderr)
 	}
 	if out := strings.Join(seen, "\n"); !strings.Contains(out, "default/cli deleted") ||
-		!strings.Contains(out, "Starting router on 0.0.0.0:8081") {
+		!regexp.MustCompile(`Starting router on 127\.[0-9.]+:8081`).MatchString(out) {
 		t.Fatalf("stdout:\n%s", out)
 	}
 }

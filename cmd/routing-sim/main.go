@@ -31,6 +31,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
 
 // Exit codes.
@@ -123,8 +124,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 
+	// vllm-router and sgl-model-gateway run as their binaries built from
+	// source (make routers); a test may pass a program of its own instead.
+	var routers *upstream.Install
+	if r := md.Spec.Router; r != nil && upstream.Supports(r.Name) {
+		if main, _ := progs.Router(r.Name); main == nil {
+			in, err := upstream.Load("")
+			if err != nil {
+				fmt.Fprintf(stderr, "routing-sim: %s runs as its binary built from source: %v\n", r.Name, err)
+				return exitFailure
+			}
+			routers = in
+		}
+	}
 	cluster := sim.New(sim.Options{
 		Programs:   progs,
+		Routers:    routers,
 		Engine:     sim.EngineKnobs{TTFT: *ttft, ITL: *itl, OutputTokens: *tokens, StartupDelay: *startup},
 		PickerSeed: *seed,
 		Kubelet: kubelet.Options{LogSink: func(l kubelet.LogLine) {

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -47,12 +48,14 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 			PickerSeed:                         uint64(GinkgoRandomSeed()),
 			TestOnlyReplaceEnginesOnRouterEdit: replaceEngines,
 		}
-		if cfg.Sim.Routers == config.SimRoutersUpstream {
+		// vllm-router and sglang-gateway run as their built binaries (make
+		// routers); a run that qualifies neither needs no build.
+		if slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return upstream.Supports(r.Name) }) {
 			in, err := upstream.Load("")
 			if err != nil {
-				return nil, fmt.Errorf("%s: sim.routers is %s: %w", cfg.File(), config.SimRoutersUpstream, err)
+				return nil, fmt.Errorf("%s: the sim runs vllm-router and sglang-gateway as their binaries built from source: %w", cfg.File(), err)
 			}
-			opts.UpstreamRouters = in
+			opts.Routers = in
 		}
 		return sim.New(opts), nil
 	case config.TargetKube, config.TargetKind:

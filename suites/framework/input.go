@@ -76,7 +76,6 @@ func (in Spec) Begin(spec string) {
 	in.Check(spec)
 	in.SkipIfNotApplicable()
 	in.RequireRunnable(in.Pair)
-	in.RequireJudgeable(in.Claim, in.Pair)
 }
 
 // RequestsOr is a spec input's request count n, or e2e.yaml's

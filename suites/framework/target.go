@@ -44,18 +44,6 @@ func (t Target) RequireRunnable(p api.Pair) {
 	}
 }
 
-// RequireJudgeable skips a claim the target says it cannot give a valid
-// outcome on p (clusters.ClaimLimiter: an upstream router with a static
-// worker list cannot follow a replaced engine Pod), with the target's reason.
-func (t Target) RequireJudgeable(claim string, p api.Pair) {
-	GinkgoHelper()
-	if l, ok := t.Cluster.(clusters.ClaimLimiter); ok {
-		if why := l.ClaimLimit(claim, p); why != "" {
-			Skip(fmt.Sprintf("target %s cannot judge %s on %s: %s", t.Env.Target, claim, p, why))
-		}
-	}
-}
-
 func routerNames(c *config.Config) []string {
 	var out []string
 	for _, r := range c.Routers {

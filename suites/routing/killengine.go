@@ -42,6 +42,24 @@ func killEngine(ctx context.Context, fr *faultRun) {
 	before := framework.ScrapeEngines(ctx, fr.dep, rs)
 	l := fr.warm(ctx)
 	victim := fr.busiest(ctx, rs, before)
+	// The router watched an engine Pod die: what its discovery kept of it
+	// is its own (vllm-router without the operator's discovery patch keeps
+	// a force-deleted Pod's worker: docs/routers-from-source.md#discovery-without-the-operators-patches).
+	// The claims after this one on the shared deployment must not inherit
+	// it, so its router Pods are replaced, as a deployment created anew has
+	// a router that never saw the Pod (DeferCleanup runs this before
+	// RestoreAfter's wait for the deployment whole again).
+	DeferCleanup(func(ctx SpecContext) {
+		By("replacing the router Pods, which saw an engine Pod die, so the next claims get a router as created")
+		ps, err := fr.dep.RouterState(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		var old []string
+		for _, p := range ps {
+			old = append(old, p.UID)
+			Expect(fr.fi.DeleteRouterPod(ctx, p.Name)).To(Succeed())
+		}
+		fr.in.WaitRouterPods(ctx, fr.dep, len(ps), old)
+	}, NodeTimeout(2*fr.in.Interval(config.OpRecover).Timeout.D()))
 	By(fmt.Sprintf("killing engine Pod %s (zero grace period) while traffic runs", victim.Name))
 	t0 := time.Now()
 	Expect(fr.fi.KillEnginePod(ctx, victim)).To(Succeed())

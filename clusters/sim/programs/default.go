@@ -15,15 +15,13 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/prefixcache"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/sidecar"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/sglanggateway"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/vllmrouter"
 )
 
-// Default is the registry of the real emulators built into the sim, with
-// no cluster around them (New's zero Deps):
+// Default is the registry of the emulators built into the sim, with no
+// cluster around them (New's zero Deps). vllm-router and sgl-model-gateway
+// are not among them: they run as their binaries built from source
+// (clusters/sim/upstream), which the sim target adds.
 //
-//	vllm-router                        clusters/sim/router/vllmrouter
-//	sgl-model-gateway                  clusters/sim/router/sglanggateway
 //	epp, envoy (llm-d-router)          clusters/sim/router/llmd/{epp,envoy}
 //	/app/pd-sidecar (routing-proxy)    clusters/sim/router/llmd/sidecar
 //	vllm (serve ...)                   clusters/sim/engine/vllm
@@ -52,10 +50,8 @@ type Deps struct {
 // New is the registry with deps wired into the programs that need them.
 func New(d Deps) Registry {
 	r := Registry{
-		VLLMRouter:    vllmrouter.Main,
-		SGLangGateway: sglanggateway.Main,
-		VLLM:          vllm.Program(vllm.Deps{KVEvents: d.KVEvents}),
-		SGLang:        sglang.Main,
+		VLLM:   vllm.Program(vllm.Deps{KVEvents: d.KVEvents}),
+		SGLang: sglang.Main,
 		EPP: epp.Main(epp.Deps{Files: mounted, KVEvents: busSource(d.KVEvents), HTTPClient: d.HTTPClient,
 			Seed: d.PickerSeed, Network: d.Network, Started: d.EPPStarted}),
 		Envoy:        envoy.Main(envoy.Deps{Files: mounted, Network: d.Network}),

@@ -1,16 +1,14 @@
-// Package upstream runs the routers' upstream Rust code, as published on
-// PyPI, as the sim's router containers: vllm-router (vllm-project/router, a
-// PyO3 extension with an argparse launcher) and sglang-router
-// (sgl-model-gateway, a maturin library with an argparse launcher). The
-// operator's image runs the same libraries behind clap binaries, which are
-// not published; so a container's rendered argv is translated for the
-// launcher by one table (Translations), each row named and justified, and
-// whatever the table does not translate is the launcher's own front end.
+// Package upstream runs the routers the operator's image runs, built from
+// their pinned sources, as the sim's router containers: the clap binaries
+// vllm-router (vllm-project/router v0.1.15) and sgl-model-gateway
+// (sgl-project/sglang gateway-v0.3.1), compiled by `make routers`
+// (hack/routers.sh) from the PyPI sdists that hold the same Rust sources.
+// A container's rendered argv reaches the binary as the operator rendered
+// it, except where one table (Translations) rewrites it for the sim (the
+// Pod's address, the worker source), each row named and cited.
 //
-// `make upstream-routers` (hack/upstream-routers.sh) installs the wheels,
-// hash-checked against requirements.txt, into .upstream-routers/ and writes
-// its manifest.json, which Load reads: which wheel files, versions and
-// sha256 will run.
+// make routers writes .routers/manifest.json, which Load reads: which
+// binaries, built from which sdist (sha256), lock, toolchain and patches.
 package upstream
 
 import (
@@ -28,70 +26,86 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 )
 
-// EnvDir names another install directory than the module's .upstream-routers.
-const EnvDir = "E2E_UPSTREAM_ROUTERS_DIR"
+// EnvDir names another manifest directory than the module's .routers: the
+// router-upgrade preview builds another version into a directory of its own.
+const EnvDir = "E2E_ROUTERS_DIR"
 
-// DefaultDir is the install directory, relative to the module root.
-const DefaultDir = ".upstream-routers"
+// DefaultDir is the manifest directory, relative to the module root.
+const DefaultDir = ".routers"
 
-// InstallCommand is what a user runs to install or repair the wheels.
-const InstallCommand = "make upstream-routers"
+// InstallCommand is what a user runs to build or repair the routers.
+const InstallCommand = "make routers"
 
-// requirements is the hash-pinned requirements file the pinned install used;
-// a manifest written from another one is stale.
+// pins is sdists.txt: the sdists make routers builds; a manifest written
+// from other pins is stale.
 //
-//go:embed requirements.txt
-var requirements []byte
+//go:embed sdists.txt
+var pins []byte
 
-// ErrNotInstalled is returned (wrapped) by Load when no install is there.
-var ErrNotInstalled = errors.New("upstream routers are not installed")
+// The committed locks, by binary: a pinned build used them.
+var (
+	//go:embed locks/vllm-router.Cargo.lock
+	vllmLock []byte
+	//go:embed locks/sgl-model-gateway.Cargo.lock
+	gatewayLock []byte
+)
 
-// Wheel is one installed router wheel.
-type Wheel struct {
-	// Package is the PyPI name (vllm-router, sglang-router).
-	Package string `json:"package"`
-	// Module is the Python package whose launch_router module runs.
-	Module  string `json:"module"`
-	Version string `json:"version"`
-	// File and SHA256 are the wheel file pip installed and its digest.
-	File   string `json:"file"`
-	SHA256 string `json:"sha256"`
-	// HashChecked: installed from requirements.txt in pip's hash-checking
-	// mode. False when the user named another version.
-	HashChecked bool `json:"hashChecked"`
+var locks = map[string][]byte{"vllm-router": vllmLock, "sgl-model-gateway": gatewayLock}
+
+// ErrNotInstalled is returned (wrapped) by Load when no build is there.
+var ErrNotInstalled = errors.New("the routers are not built")
+
+// Build is what make routers recorded of one binary's build.
+type Build struct {
+	// Router is the operator's router name; Binary the clap [[bin]] built.
+	Router string `json:"router"`
+	Binary string `json:"binary"`
+	// Package and Version name the PyPI sdist; Sdist is its file name and
+	// SdistSHA256 its digest.
+	Package     string `json:"package"`
+	Version     string `json:"version"`
+	Sdist       string `json:"sdist"`
+	SdistSHA256 string `json:"sdistSHA256"`
+	// HashPinned: the sdist and lock are the pins of sdists.txt and locks/.
+	HashPinned bool `json:"hashPinned"`
+	// LockSHA256 is the digest of the Cargo.lock built with ("none": the
+	// sdist's own or one generated at build time, for another version).
+	LockSHA256 string `json:"lockSHA256"`
+	// Patches are the patch files applied (ROUTER_PATCHES), in order.
+	Patches       []string `json:"patches"`
+	PatchesSHA256 string   `json:"patchesSHA256"`
+	Toolchain     string   `json:"toolchain"`
+	Profile       string   `json:"profile"`
+	BuildSeconds  int      `json:"buildSeconds"`
+	BinarySHA256  string   `json:"binarySHA256"`
 }
 
-// Install is one `make upstream-routers` install, as its manifest says.
+// Binary is one built router binary.
+type Binary struct {
+	Path  string `json:"path"`
+	Build Build  `json:"build"`
+}
+
+// Install is one `make routers` result, as its manifest says.
 type Install struct {
-	// Dir is the install directory.
-	Dir string `json:"-"`
-	// Python is the virtual environment's interpreter.
-	Python        string `json:"python"`
-	PythonVersion string `json:"pythonVersion"`
-	// RequirementsSHA256 is the digest of the requirements.txt a pinned
-	// install used ("" for another version).
-	RequirementsSHA256 string  `json:"requirementsSHA256"`
-	Wheels             []Wheel `json:"wheels"`
+	// Dir is the manifest directory.
+	Dir        string   `json:"-"`
+	PinsSHA256 string   `json:"pinsSHA256"`
+	Binaries   []Binary `json:"binaries"`
 	// TiktokenEncodingsBase holds o200k_base.tiktoken, which the SGLang
 	// gateway's IGW mode loads at startup (see the harmony-vocab row).
 	TiktokenEncodingsBase string `json:"tiktokenEncodingsBase"`
 }
 
-// packages maps the operator's router names to their PyPI packages.
-var packages = map[string]string{
-	api.RouterVLLM:   "vllm-router",
-	api.RouterSGLang: "sglang-router",
-}
-
-// Routers are the routers an install can run, in api order.
+// Routers are the routers an install runs, in api order.
 func Routers() []string { return []string{api.RouterVLLM, api.RouterSGLang} }
 
-// Supports reports whether router has upstream code this package runs
-// (llm-d-router has none reachable here: docs/upstream-routers.md).
-func Supports(router string) bool { _, ok := packages[router]; return ok }
+// Supports reports whether router is one make routers builds (llm-d-router
+// is a Go program of its own: docs/routers-from-source.md).
+func Supports(router string) bool { return slices.Contains(Routers(), router) }
 
-// Dir is the install directory: $E2E_UPSTREAM_ROUTERS_DIR, else
-// .upstream-routers in the module root found from the working directory.
+// Dir is the manifest directory: $E2E_ROUTERS_DIR, else .routers in the
+// module root found from the working directory.
 func Dir() (string, error) {
 	if d := os.Getenv(EnvDir); d != "" {
 		return filepath.Abs(d)
@@ -106,12 +120,12 @@ func Dir() (string, error) {
 			return filepath.Join(d, DefaultDir), nil
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("upstream routers: no go.mod of github.com/gpustack/routing-conformance above %s; set %s to the install directory", wd, EnvDir)
+			return "", fmt.Errorf("routers: no go.mod of github.com/gpustack/routing-conformance above %s; set %s to the directory make routers wrote", wd, EnvDir)
 		}
 	}
 }
 
-// Load reads the install in dir ("" is Dir()). Its errors say what to run.
+// Load reads the build in dir ("" is Dir()). Its errors say what to run.
 func Load(dir string) (*Install, error) {
 	if dir == "" {
 		d, err := Dir()
@@ -123,55 +137,53 @@ func Load(dir string) (*Install, error) {
 	manifest := filepath.Join(dir, "manifest.json")
 	b, err := os.ReadFile(manifest)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w in %s: run `%s` (installs vllm-router and sglang-router from PyPI, hash-checked)", ErrNotInstalled, dir, InstallCommand)
+		return nil, fmt.Errorf("%w (no %s): run `%s` (builds vllm-router and sgl-model-gateway from their pinned sources with cargo; about 20 minutes cold on 2 cores, cached after)",
+			ErrNotInstalled, manifest, InstallCommand)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("upstream routers: %w", err)
+		return nil, fmt.Errorf("routers: %w", err)
 	}
 	in := &Install{Dir: dir}
 	if err := json.Unmarshal(b, in); err != nil {
-		return nil, fmt.Errorf("upstream routers: %s: %v; run `rm -rf %s && %s`", manifest, err, dir, InstallCommand)
+		return nil, fmt.Errorf("routers: %s: %v; run `%s`", manifest, err, InstallCommand)
 	}
-	if _, err := os.Stat(in.Python); err != nil {
-		return nil, fmt.Errorf("upstream routers: %s names %s, which is missing (%v); run `rm -rf %s && %s`", manifest, in.Python, err, dir, InstallCommand)
-	}
-	if in.RequirementsSHA256 != "" && in.RequirementsSHA256 != RequirementsSHA256() {
-		return nil, fmt.Errorf("upstream routers: %s was installed from another clusters/sim/upstream/requirements.txt (sha256 %s, this tree's is %s); run `%s`",
-			dir, short(in.RequirementsSHA256), short(RequirementsSHA256()), InstallCommand)
-	}
-	if _, err := os.Stat(filepath.Join(in.TiktokenEncodingsBase, "o200k_base.tiktoken")); err != nil {
-		return nil, fmt.Errorf("upstream routers: %s lacks the o200k_base vocab (%v); run `rm -rf %s && %s`", dir, err, dir, InstallCommand)
+	if in.PinsSHA256 != digest(pins) {
+		return nil, fmt.Errorf("routers: %s was written from another clusters/sim/upstream/sdists.txt; run `%s`", manifest, InstallCommand)
 	}
 	for _, r := range Routers() {
-		if _, ok := in.Wheel(r); !ok {
-			return nil, fmt.Errorf("upstream routers: %s lists no %s wheel; run `rm -rf %s && %s`", manifest, packages[r], dir, InstallCommand)
+		bin, ok := in.Binary(r)
+		if !ok {
+			return nil, fmt.Errorf("routers: %s lists no %s binary; run `%s`", manifest, r, InstallCommand)
 		}
+		if _, err := os.Stat(bin.Path); err != nil {
+			return nil, fmt.Errorf("routers: %s names %s, which is missing (%v; a cleared cache?); run `%s`", manifest, bin.Path, err, InstallCommand)
+		}
+		if lock := locks[bin.Build.Binary]; bin.Build.HashPinned && bin.Build.LockSHA256 != digest(lock) {
+			return nil, fmt.Errorf("routers: %s was built with another locks/%s.Cargo.lock than this tree's; run `%s`", bin.Path, bin.Build.Binary, InstallCommand)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(in.TiktokenEncodingsBase, "o200k_base.tiktoken")); err != nil {
+		return nil, fmt.Errorf("routers: %s names no o200k_base vocab (%v); run `%s`", manifest, err, InstallCommand)
 	}
 	return in, nil
 }
 
-// RequirementsSHA256 is the digest of this tree's requirements.txt.
-func RequirementsSHA256() string {
-	sum := sha256.Sum256(requirements)
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// Wheel is the installed wheel that runs router.
-func (in *Install) Wheel(router string) (Wheel, bool) {
-	pkg, ok := packages[router]
-	if !ok {
-		return Wheel{}, false
-	}
-	i := slices.IndexFunc(in.Wheels, func(w Wheel) bool { return w.Package == pkg })
+// Binary is the built binary that runs router.
+func (in *Install) Binary(router string) (Binary, bool) {
+	i := slices.IndexFunc(in.Binaries, func(b Binary) bool { return b.Build.Router == router })
 	if i < 0 {
-		return Wheel{}, false
+		return Binary{}, false
 	}
-	return in.Wheels[i], true
+	return in.Binaries[i], true
 }
 
-func short(digest string) string {
-	if len(digest) > 12 {
-		return digest[:12]
-	}
-	return digest
-}
+// PinsSHA256 is the digest of this tree's sdists.txt, as a manifest records it.
+func PinsSHA256() string { return digest(pins) }
+
+// LockSHA256 is the digest of this tree's committed lock for binary.
+func LockSHA256(binary string) string { return digest(locks[binary]) }

@@ -1,9 +1,7 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -24,18 +21,19 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 )
 
-// Options say how an upstream router finds its workers.
+// Options say which Kubernetes API a router's discovery reads.
 type Options struct {
-	// Kubeconfig, when set, is the kubeconfig of a real Kubernetes API:
-	// the process gets it as KUBECONFIG (what its Kubernetes client reads)
-	// and discovers workers by the rendered selectors itself. Empty: the
-	// static-workers row lists them from the container's Pods watcher.
+	// Kubeconfig, when set, is the kubeconfig of a real Kubernetes API
+	// (the API-server tier). Empty: the container serves the sim's Pods
+	// API from its Pods watcher (the kube-api row). Either way the process
+	// gets it as KUBECONFIG and discovers workers by the rendered
+	// selectors itself.
 	Kubeconfig string
 	// Started, when set, is told each process's start.
 	Started func(Start)
 }
 
-// Start is one upstream process as it was started.
+// Start is one router process as it was started.
 type Start struct {
 	Pod     string
 	PID     int
@@ -47,7 +45,7 @@ type Start struct {
 // pollBound is how often the kubelet side looks for the process's ports.
 const pollBound = 20 * time.Millisecond
 
-// Program is the proc.Main that runs router's upstream launcher as the
+// Program is the proc.Main that runs router's built binary as the
 // router container: the argv translated by Translations, the process's
 // output as the container's log, its exit code as the container's. It
 // serves the Pod IP's HTTP and metrics ports once the process has bound
@@ -59,7 +57,7 @@ func (in *Install) Program(router string, opts Options) proc.Main {
 		if err != nil {
 			// The sim could not start the process: say why where a user
 			// looks, the container log, as a runtime's start error would be.
-			fmt.Fprintf(c.Stderr, "sim: upstream %s: %v\n", router, err)
+			fmt.Fprintf(c.Stderr, "sim: router %s: %v\n", router, err)
 			return 128
 		}
 		return code
@@ -77,12 +75,23 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 	}
 	defer hub.Close()
 	env := Env{Router: router, Loopback: loopback, Vocab: in.TiktokenEncodingsBase,
-		HubEndpoint: "http://" + hub.Addr().String(), HubHome: filepath.Join(in.Dir, "hf-home")}
+		HubEndpoint: "http://" + hub.Addr().String(), HubHome: filepath.Join(in.Dir, "hf-home"), Kubeconfig: opts.Kubeconfig}
 	if opts.Kubeconfig == "" {
 		if c.Pods == nil {
-			return 0, errors.New("the container has no Pods watcher to list workers from, and no kubeconfig was given")
+			return 0, errors.New("the container has no Pods watcher to serve the sim's Pods API from, and no kubeconfig was given")
 		}
-		env.Discover = c.Pods.List
+		dir, err := os.MkdirTemp("", "router-kubeapi-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(dir)
+		// Served until the process has exited, after ctx's SIGTERM too.
+		kubeconfig, stop, err := servePodAPI(context.Background(), c, dir)
+		if err != nil {
+			return 0, err
+		}
+		defer stop()
+		env.Kubeconfig = kubeconfig
 	}
 	plan, err := Translate(c.Args, env)
 	if err != nil {
@@ -98,10 +107,10 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 	}
 
 	cmd := exec.Command(command[0], append(command[1:], plan.Args...)...)
-	cmd.Env = processEnv(c.Env, plan.Env, opts.Kubeconfig)
+	cmd.Env = processEnv(c.Env, plan.Env)
 	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
 	// Its own process group, so SIGTERM and SIGKILL reach whatever the
-	// launcher starts; and killed with the suite if the suite dies first.
+	// binary starts; and killed with the suite if the suite dies first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start %s: %w", command[0], err)
@@ -137,11 +146,8 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 		metricsBackend = hostPort(loopback, metricsPort)
 	}
 	obs := newObserver(router, hostPort(loopback, httpPort), metricsBackend, time.Now())
-	// The HTTP port opens on the Pod IP once the static workers are
-	// registered, so nothing reaches a gateway that knows none yet; the
-	// operator's observer view is served on it (observer.go).
-	serve(httpPort, func(backend string) error { return register(backend, plan.Register) },
-		func(h http.Handler) http.Handler { return withObserver(obs, h) }, terminated)
+	// The operator's observer view is served on the HTTP port (observer.go).
+	serve(httpPort, nil, func(h http.Handler) http.Handler { return withObserver(obs, h) }, terminated)
 	if metricsPort != 0 {
 		// The metrics exporter is a server of its own, which serves until
 		// the process exits.
@@ -163,7 +169,7 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 		}
 	}
 	<-exited
-	signal(syscall.SIGKILL) // whatever the launcher left in its group
+	signal(syscall.SIGKILL) // whatever the binary left in its group
 	wg.Wait()
 	for _, srv := range fronts {
 		if srv != nil {
@@ -228,70 +234,11 @@ func servedPorts(args []string) (httpPort, metricsPort int, err error) {
 	return httpPort, metricsPort, err
 }
 
-// registerTimeout bounds each POST /workers.
-const registerTimeout = 10 * time.Second
-
-// register adds the workers through the router's own API, in order, each
-// once the one before is in the registry: POST /workers only queues a
-// registration job and the gateway runs its jobs concurrently, so without
-// the wait its model index (the IGW candidate order, registration order)
-// would be the order the jobs happen to finish in, not the list's.
-func register(backend string, regs []Registration) error {
-	client := &http.Client{Timeout: registerTimeout}
-	for _, r := range regs {
-		body, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Post("http://"+backend+"/workers", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return fmt.Errorf("register worker %s: %w", r.URL, err)
-		}
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("register worker %s: POST /workers answered %s: %s", r.URL, resp.Status, msg)
-		}
-		if err := waitListed(client, backend, r.URL); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// listedWorker is what waitListed reads of a GET /workers entry.
-type listedWorker struct {
-	URL string `json:"url"`
-}
-
-// waitListed waits until GET /workers lists url.
-func waitListed(client *http.Client, backend, url string) error {
-	deadline := time.Now().Add(registerTimeout)
-	for {
-		var list struct {
-			Workers []listedWorker `json:"workers"`
-		}
-		resp, err := client.Get("http://" + backend + "/workers")
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&list)
-			resp.Body.Close()
-		}
-		if err == nil && slices.ContainsFunc(list.Workers, func(w listedWorker) bool { return w.URL == url }) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("register worker %s: not in GET /workers %s after POST /workers (last error: %v)", url, registerTimeout, err)
-		}
-		time.Sleep(pollBound)
-	}
-}
-
-// processEnv is the launcher's environment: the container's, the host's
-// PATH and HOME, unbuffered Python output (so the log is live), and
-// KUBECONFIG only when a Kubernetes API is given; nothing else of the
-// suite's environment leaks in (a user's KUBECONFIG least of all).
-func processEnv(container, plan map[string]string, kubeconfig string) []string {
-	env := []string{"PYTHONUNBUFFERED=1"}
+// processEnv is the binary's environment: the container's, the host's
+// PATH and HOME, and the plan's (KUBECONFIG among them); nothing else of
+// the suite's environment leaks in (a user's KUBECONFIG least of all).
+func processEnv(container, plan map[string]string) []string {
+	var env []string
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "LANG"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -301,9 +248,6 @@ func processEnv(container, plan map[string]string, kubeconfig string) []string {
 		for k, v := range m {
 			env = append(env, k+"="+v)
 		}
-	}
-	if kubeconfig != "" {
-		env = append(env, "KUBECONFIG="+kubeconfig)
 	}
 	return env
 }

@@ -131,11 +131,12 @@ func healthyWorkers(ip string) int {
 
 func processGone(pid int) bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
 
-// TestUpstreamRoutersRouteThroughThePod runs each upstream router as a
-// router container in front of two engines: it becomes Ready only once the
+// TestRoutersRouteThroughThePod runs each built router as a
+// router container in front of two engines it discovers through the sim's
+// Pods API: it becomes Ready only once the
 // process serves, round robin splits 8 chats 4/4, the banner and the
 // metric names are the library's, and a delete ends the process.
-func TestUpstreamRoutersRouteThroughThePod(t *testing.T) {
+func TestRoutersRouteThroughThePod(t *testing.T) {
 	in := upstreamtest.Install(t)
 	for _, tc := range []struct {
 		router, banner, metric string
@@ -226,9 +227,10 @@ func TestUpstreamRoutersRouteThroughThePod(t *testing.T) {
 	}
 }
 
-// TestUpstreamBadPolicyExitsWithTheLauncherError: argparse, not clap, is
-// the launchers' front end; the container shows its error and exit 2.
-func TestUpstreamBadPolicyExitsWithTheLauncherError(t *testing.T) {
+// TestBadPolicyExitsWithClapsError: the binary's front end is clap, as in
+// the operator's image; the container shows its error, with its tip, and
+// exit 2.
+func TestBadPolicyExitsWithClapsError(t *testing.T) {
 	in := upstreamtest.Install(t)
 	k := upstreamtest.Kubelet(t)
 	served := &sync.Map{}
@@ -246,13 +248,14 @@ func TestUpstreamBadPolicyExitsWithTheLauncherError(t *testing.T) {
 		return false
 	})
 	logs, _ := k.Logs("ns", "md-router", "router", true, time.Time{})
-	if code != 2 || !strings.Contains(logs, "argument --policy: invalid choice: 'roundrobin'") {
+	if code != 2 || !strings.Contains(logs, "error: invalid value 'roundrobin' for '--policy <POLICY>'") ||
+		!strings.Contains(logs, "tip: a similar value exists: 'round_robin'") {
 		t.Fatalf("exit %d, log:\n%s", code, logs)
 	}
 }
 
-// TestUpstreamKillIsSIGKILL: a zero-grace delete kills the process at once.
-func TestUpstreamKillIsSIGKILL(t *testing.T) {
+// TestKillIsSIGKILL: a zero-grace delete kills the process at once.
+func TestKillIsSIGKILL(t *testing.T) {
 	in := upstreamtest.Install(t)
 	k := upstreamtest.Kubelet(t)
 	served := &sync.Map{}
@@ -267,7 +270,7 @@ func TestUpstreamKillIsSIGKILL(t *testing.T) {
 
 func TestLoadSaysWhatToRun(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := upstream.Load(dir); !errors.Is(err, upstream.ErrNotInstalled) || !strings.Contains(err.Error(), "make upstream-routers") {
+	if _, err := upstream.Load(dir); !errors.Is(err, upstream.ErrNotInstalled) || !strings.Contains(err.Error(), "make routers") {
 		t.Fatalf("empty dir: %v", err)
 	}
 	write := func(s string) {
@@ -275,25 +278,41 @@ func TestLoadSaysWhatToRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(`{"python": "/nonexistent/python", "wheels": []}`)
-	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "/nonexistent/python, which is missing") {
-		t.Fatalf("missing python: %v", err)
+	write(`{"pinsSHA256": "0123456789abcdef", "binaries": []}`)
+	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "written from another clusters/sim/upstream/sdists.txt") {
+		t.Fatalf("stale pins: %v", err)
 	}
-	py, _ := os.Executable()
-	write(fmt.Sprintf(`{"python": %q, "requirementsSHA256": "0123456789abcdef", "wheels": []}`, py))
-	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "installed from another clusters/sim/upstream/requirements.txt") {
-		t.Fatalf("stale requirements: %v", err)
+	write(fmt.Sprintf(`{"pinsSHA256": %q, "binaries": [{"path": "/nonexistent/vllm-router", "build": {"router": "vllm-router"}}]}`, upstream.PinsSHA256()))
+	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "/nonexistent/vllm-router, which is missing") {
+		t.Fatalf("missing binary: %v", err)
 	}
-	write(fmt.Sprintf(`{"python": %q, "requirementsSHA256": %q, "wheels": [{"package": "vllm-router"}]}`, py, upstream.RequirementsSHA256()))
-	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "lacks the o200k_base vocab") {
+	self, _ := os.Executable()
+	entry := func(router, binary, lock string) string {
+		return fmt.Sprintf(`{"path": %q, "build": {"router": %q, "binary": %q, "hashPinned": true, "lockSHA256": %q}}`, self, router, binary, lock)
+	}
+	write(fmt.Sprintf(`{"pinsSHA256": %q, "binaries": [%s]}`, upstream.PinsSHA256(), entry("vllm-router", "vllm-router", "beef")))
+	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "built with another locks/vllm-router.Cargo.lock") {
+		t.Fatalf("stale lock: %v", err)
+	}
+	write(fmt.Sprintf(`{"pinsSHA256": %q, "binaries": [%s]}`, upstream.PinsSHA256(), entry("vllm-router", "vllm-router", upstream.LockSHA256("vllm-router"))))
+	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "lists no sglang-gateway binary") {
+		t.Fatalf("missing binary entry: %v", err)
+	}
+	both := entry("vllm-router", "vllm-router", upstream.LockSHA256("vllm-router")) + "," +
+		entry("sglang-gateway", "sgl-model-gateway", upstream.LockSHA256("sgl-model-gateway"))
+	write(fmt.Sprintf(`{"pinsSHA256": %q, "binaries": [%s]}`, upstream.PinsSHA256(), both))
+	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "names no o200k_base vocab") {
 		t.Fatalf("missing vocab: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "o200k_base.tiktoken"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	write(fmt.Sprintf(`{"python": %q, "requirementsSHA256": %q, "tiktokenEncodingsBase": %q, "wheels": [{"package": "vllm-router"}]}`,
-		py, upstream.RequirementsSHA256(), dir))
-	if _, err := upstream.Load(dir); err == nil || !strings.Contains(err.Error(), "lists no sglang-router wheel") {
-		t.Fatalf("missing wheel: %v", err)
+	write(fmt.Sprintf(`{"pinsSHA256": %q, "tiktokenEncodingsBase": %q, "binaries": [%s]}`, upstream.PinsSHA256(), dir, both))
+	in, err := upstream.Load(dir)
+	if err != nil {
+		t.Fatalf("a complete manifest: %v", err)
+	}
+	if cmd, err := in.Command(api.RouterSGLang); err != nil || len(cmd) != 1 || cmd[0] != self {
+		t.Errorf("Command(%s) = %q, %v; want the binary alone", api.RouterSGLang, cmd, err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/internal/routertest"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/internal/routertest"
 )
 
 // fixture is a decode Pod (the sidecar and its engine on one IP) and a
