@@ -144,7 +144,7 @@ func TestGoodRunServesUntilInterrupt(t *testing.T) {
 		t.Fatalf("metrics URL: %v", err)
 	}
 	mresp.Body.Close()
-	if !regexp.MustCompile(`\[cli-router-\w+-\w{5}\] Starting router on 127\.[0-9.]+:8081`).MatchString(text) {
+	if !regexp.MustCompile(`\[cli-router-\w+-\w{5}\] Starting router on 0\.0\.0\.0:8081`).MatchString(text) {
 		t.Fatalf("router stdout is streamed with its Pod name:\n%s", text)
 	}
 	http.DefaultClient.CloseIdleConnections()

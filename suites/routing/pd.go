@@ -161,9 +161,8 @@ func pdTrafficSpec(spec, text string, input func() framework.Input[PDTrafficRow]
 		for _, r := range readings {
 			r.Expect()
 		}
-		// The banner's mode last: a front end that builds another mode
-		// (docs/upstream-routers.md#front-end-differences) must not hide
-		// what the pools did.
+		// The banner's mode last: a router that builds another mode must
+		// not hide what the pools did.
 		if pd.Mode != "" {
 			Expect(b).To(assertions.HaveStartedInMode(strings.TrimPrefix(pd.Mode, "mode: ")), "the router's startup banner")
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// TranslationsMarkdown is the translation table as docs/upstream-routers.md
+// TranslationsMarkdown is the translation table as docs/routers-from-source.md
 // shows it, generated from Translations (the doc's test keeps them equal).
 func TranslationsMarkdown() string {
 	var b strings.Builder

@@ -19,10 +19,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 	"github.com/gpustack/routing-conformance/test/apiserver/harness"
@@ -54,9 +57,10 @@ type Options struct {
 	EngineEnv map[string]string
 	// Logf receives the operator's and the node's complaints (t.Logf when nil).
 	Logf func(format string, args ...any)
-	// Programs override the node's programs field by field (the routers'
-	// upstream code for the router containers, say); nil fields run the
-	// sim's emulators.
+	// Programs override the node's programs field by field; nil fields run
+	// the sim's emulators and, for vllm-router and sgl-model-gateway, the
+	// binaries make routers built, given this API server's kubeconfig so
+	// their own discovery finds the engines through it.
 	Programs programs.Registry
 }
 
@@ -83,8 +87,19 @@ func Start(t *testing.T, opts Options) *Stack {
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
+	// The routers built from source (make routers): skipped without a
+	// build, a failure under CI=true.
+	var routers *upstream.Install
+	if opts.Programs.VLLMRouter == nil || opts.Programs.SGLangGateway == nil {
+		routers = upstreamtest.Install(t)
+	}
 	c := harness.Start(t, opts.Harness)
 	s := &Stack{Cluster: c, Kube: kubernetes.NewForConfigOrDie(c.Config)}
+	if routers != nil {
+		ro := upstream.Options{Kubeconfig: c.Kubeconfig}
+		opts.Programs = opts.Programs.Merge(programs.Registry{
+			VLLMRouter: routers.Program(api.RouterVLLM, ro), SGLangGateway: routers.Program(api.RouterSGLang, ro)})
+	}
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
 			t.Errorf("stack: %v", err)

@@ -244,19 +244,7 @@ func TestAPIServerRestartMidRun(t *testing.T) {
 	s := stack.Start(t, stack.Options{Harness: harness.Options{Restartable: true}})
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	k, err := kube.Connect(ctx, s.KubeOptions(t.Logf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	d, err := k.Deploy(ctx, routedMD("restarted", "--policy", "round_robin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Delete(context.WithoutCancel(ctx)) })
-	if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
-		t.Fatalf("WaitReady: %v", err)
-	}
+	k, d := deployReady(ctx, t, s, routedMD("restarted", "--policy", "round_robin"))
 	base, err := d.OpenAIBaseURL(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,26 @@ func routedMD(name string, routerArgs ...string) *api.ModelDeployment {
 	}
 }
 
+// deployReady connects the kube target to s, deploys md and waits until it
+// is Ready; the deployment and the connection go when t ends.
+func deployReady(ctx context.Context, t *testing.T, s *stack.Stack, md *api.ModelDeployment) (*kube.Cluster, clusters.Deployment) {
+	t.Helper()
+	k, err := kube.Connect(ctx, s.KubeOptions(t.Logf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	d, err := k.Deploy(ctx, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Delete(context.WithoutCancel(ctx)) })
+	if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	return k, d
+}
+
 // chat sends one chat completion through base and returns the status code.
 func chat(ctx context.Context, base string) (int, error) {
 	body, _ := json.Marshal(map[string]any{"model": "Qwen/Qwen2.5-0.5B-Instruct", "max_tokens": 4,
@@ -65,20 +85,7 @@ func TestKubeTargetOnTheSim(t *testing.T) {
 	s := stack.Start(t, stack.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	k, err := kube.Connect(ctx, s.KubeOptions(t.Logf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-
-	d, err := k.Deploy(ctx, routedMD("sim-behind-api", "--policy", "round_robin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Delete(context.WithoutCancel(ctx)) })
-	if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
-		t.Fatalf("WaitReady: %v", err)
-	}
+	_, d := deployReady(ctx, t, s, routedMD("sim-behind-api", "--policy", "round_robin"))
 
 	t.Run("engine and router Pods run on the node, on Pod IPs of the range", func(t *testing.T) {
 		pods, err := s.Kube.CoreV1().Pods(d.Namespace()).List(ctx, metav1.ListOptions{})

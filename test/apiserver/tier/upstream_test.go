@@ -11,6 +11,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
 	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
 )
@@ -37,13 +38,7 @@ func upstreamFilter() string {
 // through a real kube-apiserver rather than the plain sim's Pods API.
 // Every selected row passes.
 func TestBuiltRoutersDiscoverThroughTheAPIServer(t *testing.T) {
-	in, err := upstream.Load("")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %v", err)
-		}
-		t.Skip(err)
-	}
+	in := upstreamtest.Install(t)
 	ctx := t.Context()
 	repo, err := suiterun.Repo(".")
 	if err != nil {
@@ -62,8 +57,8 @@ func TestBuiltRoutersDiscoverThroughTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The kubeconfig is written before the node starts a Pod; the
-	// processes read it at their start.
+	// The stack runs the built routers with its API server's kubeconfig;
+	// Started records each process.
 	kubeconfig := filepath.Join(work, "router.kubeconfig")
 	var mu sync.Mutex
 	var started []upstream.Start

@@ -1,4 +1,4 @@
-// Package upstreamtest is what the tests that run the upstream routers
+// Package upstreamtest is what the tests that run the built routers
 // share: the install, or a skip without one (a failure under CI=true, where
 // a tier that cannot run fails), and a sim kubelet stopped when the test
 // ends.
@@ -14,7 +14,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
 
-// Install is the project's upstream install (make upstream-routers).
+// Install is the project's router build (make routers).
 func Install(t testing.TB) *upstream.Install {
 	t.Helper()
 	in, err := upstream.Load("")
