@@ -42,9 +42,10 @@ func killEngine(ctx context.Context, fr *faultRun) {
 	before := framework.ScrapeEngines(ctx, fr.dep, rs)
 	l := fr.warm(ctx)
 	victim := fr.busiest(ctx, rs, before)
-	// The router watched an engine Pod die: what its discovery kept of it
-	// is its own (vllm-router without the operator's discovery patch keeps
-	// a force-deleted Pod's worker: docs/routers-from-source.md#discovery-without-the-operators-patches).
+	// The router watched an engine Pod die: what its discovery and its
+	// policies kept of that is its own (a router that watched this claim
+	// counted 12 retries in the next claim on the deployment where a fresh
+	// one counts 8: docs/routers-from-source.md#discovery-without-the-operators-patches).
 	// The claims after this one on the shared deployment must not inherit
 	// it, so its router Pods are replaced, as a deployment created anew has
 	// a router that never saw the Pod (DeferCleanup runs this before

@@ -47,13 +47,14 @@ var Patches = []Patch{
 			"that is terminating, deselected, not Running and Ready, unreadable, deleted, or missing from a relist; keys workers " +
 			"by Pod UID (a new UID at a known address replaces the old owner); relists every 15 s",
 		Sim: "not applied by default: the routers' own, unpatched discovery runs against the sim's Pods (plain sim: the kube-api " +
-			"row; API-server tier: a real kube-apiserver). Its differences are findings, see #discovery-without-the-operators-patches"},
+			"row; API-server tier: a real kube-apiserver); an unready engine Pod stays a worker (a finding, tested: " +
+			"#discovery-without-the-operators-patches)"},
 	{Router: api.RouterVLLM, File: "0003-observer-read-only-endpoint-view.patch", Touches: "src/lib.rs, src/observer.rs (new), src/server.rs",
 		Changes: "adds GET /observer/endpoints on the router's HTTP port: {router:{boot_generation, now_ms}, registry_revision, " +
 			"workers:[{url, port, role, pod_hint, worker_id, selection:{registered, healthy, circuit_open, in_selection}}]}, " +
 			"in_selection = healthy and the circuit breaker lets requests through; the operator reads it to publish serving endpoints",
 		Sim: "served by the router container's Go front from what the process reports (GET /workers and each worker's " +
-			"vllm_router_cb_state), since without it no deployment becomes Ready; with ROUTER_PATCHES the binary's own route answers"},
+			"vllm_router_cb_state), since without it no deployment becomes Ready; a build with patches (ROUTER_PATCHES) answers it itself"},
 	{Router: api.RouterSGLang, File: "0001-discovery-readiness-and-deselect-removal.patch",
 		Touches: "sgl-model-gateway/src/core/job_queue.rs, sgl-model-gateway/src/service_discovery.rs",
 		Changes: "the same discovery rules as vllm-router's 0002, plus a job lane per worker URL (add and remove jobs for one URL run " +

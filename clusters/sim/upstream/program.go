@@ -146,8 +146,14 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 		metricsBackend = hostPort(loopback, metricsPort)
 	}
 	obs := newObserver(router, hostPort(loopback, httpPort), metricsBackend, time.Now())
-	// The operator's observer view is served on the HTTP port (observer.go).
-	serve(httpPort, nil, func(h http.Handler) http.Handler { return withObserver(obs, h) }, terminated)
+	// The operator's observer view is served on the HTTP port (observer.go),
+	// unless the binary was built with patches (the operator's include the
+	// route, and the binary answers it itself).
+	wrap := func(h http.Handler) http.Handler { return withObserver(obs, h) }
+	if b, _ := in.Binary(router); len(b.Build.Patches) > 0 {
+		wrap = nil
+	}
+	serve(httpPort, nil, wrap, terminated)
 	if metricsPort != 0 {
 		// The metrics exporter is a server of its own, which serves until
 		// the process exits.

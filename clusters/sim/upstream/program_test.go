@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,7 +24,11 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
 )
 
-// engine is a minimal OpenAI engine for the routers: /health,
+// sick holds the names of the engine Pods whose /health answers 503.
+var sick sync.Map
+
+// engine is a minimal OpenAI engine for the routers: /health (503 while
+// its Pod's name is in sick),
 // /server_info, /v1/models and the generation routes, answering with the
 // Pod's name. It returns no model_path from /server_info
 // (sgl-model-gateway would try to load a tokenizer by it).
@@ -35,7 +40,11 @@ func engine(served *sync.Map) proc.Main {
 			return 1
 		}
 		mux := http.NewServeMux()
-		mux.HandleFunc("/health", func(http.ResponseWriter, *http.Request) {})
+		mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) {
+			if _, ok := sick.Load(c.Pod.Name); ok {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		})
 		// What sgl-model-gateway's registration names the worker's model by.
 		mux.HandleFunc("/server_info", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, `{"served_model_name":"m"}`)
@@ -314,5 +323,72 @@ func TestLoadSaysWhatToRun(t *testing.T) {
 	}
 	if cmd, err := in.Command(api.RouterSGLang); err != nil || len(cmd) != 1 || cmd[0] != self {
 		t.Errorf("Command(%s) = %q, %v; want the binary alone", api.RouterSGLang, cmd, err)
+	}
+}
+
+// workerURLs are the worker URLs a router's GET /workers lists.
+func workerURLs(ip string) ([]string, error) {
+	resp, err := http.Get("http://" + ip + ":8081/workers")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Workers []struct {
+			URL string `json:"url"`
+		} `json:"workers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, w := range list.Workers {
+		out = append(out, w.URL)
+	}
+	return out, nil
+}
+
+// A qualification finding about the pinned source without the operator's
+// discovery patch (vllm-router 0002, sglang-gateway 0001): an engine Pod
+// whose Ready condition turns False stays in the router's worker list,
+// since upstream's discovery withdraws a worker only on an update showing
+// the Pod's deletionTimestamp (vllm-project/router@v0.1.15:src/service_discovery.rs
+// handle_pod_event adds a Ready Pod and never removes an unready one); the
+// patch withdraws it. The test fails the engine's readiness probe and reads
+// GET /workers once the Pods API has served the Pod unready for 2 s: the
+// finding holds while the Pod's URL is still listed. A build with the
+// patches (ROUTER_PATCHES) is not what this pins.
+func TestUnpatchedDiscoveryKeepsAnUnreadyEngine(t *testing.T) {
+	in := upstreamtest.Install(t)
+	for _, router := range upstream.Routers() {
+		t.Run(router, func(t *testing.T) {
+			if b, _ := in.Binary(router); len(b.Build.Patches) > 0 {
+				t.Skipf("%s is built with the operator's patches %v", router, b.Build.Patches)
+			}
+			k := upstreamtest.Kubelet(t)
+			engines(t, k, &sync.Map{}, 2)
+			started := make(chan upstream.Start, 2)
+			routerPod(t, k, in, router, started)
+			var ip string
+			eventually(t, 60*time.Second, "the router listing both engines", func() bool {
+				p, _ := k.Get("ns", "md-router")
+				ip = p.IP
+				urls, err := workerURLs(ip)
+				return p.Ready && err == nil && len(urls) == 2
+			})
+			victim, _ := k.Get("ns", "md-server-0")
+			sick.Store(victim.Name, true)
+			t.Cleanup(func() { sick.Delete(victim.Name) })
+			eventually(t, 10*time.Second, "the engine Pod unready", func() bool { p, _ := k.Get("ns", victim.Name); return !p.Ready })
+			time.Sleep(2 * time.Second)
+			urls, err := workerURLs(ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s lists %v 2 s after Pod %s (%s) turned unready", router, urls, victim.Name, victim.IP)
+			if !slices.Contains(urls, "http://"+victim.IP+":8000") {
+				t.Errorf("%s withdrew the unready Pod's worker: the finding no longer holds; update docs/routers-from-source.md", router)
+			}
+		})
 	}
 }
