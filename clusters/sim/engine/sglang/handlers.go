@@ -295,8 +295,10 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the %s and %d tokens for the completion. Please reduce the number of tokens in the %s or the completion to fit within the limit.", a.cfg.contextLen, p+maxTokens, p, what, maxTokens, what))
 		return
 	}
-	out := openai.Plan(maxTokens, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS)
-	out.Tokens = min(out.Tokens, a.cfg.contextLen-p)
+	out := openai.Plan(a.cfg.maxNewTokens(maxTokens, p), a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS).Stop(openai.StopRules{
+		Strings: common.Stop, TokenIDs: common.StopTokenIDs, Keep: common.NoStopTrim,
+		MinTokens: common.MinTokens, ListOrder: true, IgnoreTokenIDs: common.IgnoreEOS,
+	})
 	if err := a.waitLoaded(r.Context()); err != nil {
 		return
 	}
@@ -322,9 +324,9 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	u := usage{prompt: p, completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
 	server.RespondJSON(w, http.StatusOK, func(b []byte) []byte {
 		if chat {
-			return appendChatResponse(b, id, created, model, out.Text(), res.finish, u)
+			return appendChatResponse(b, id, created, model, out.Text(), res.finish, matchedStop(out, res.finish), u)
 		}
-		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, u)
+		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, matchedStop(out, res.finish), u)
 	})
 }
 
@@ -343,10 +345,11 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 	defer ev.Close()
 	sent := 0
 	first := true
+	ms := matchedStop(s.out, s.out.Finish)
 	emit := func(upto int, res *result) error {
 		if chat && first {
 			first = false
-			if err := ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "assistant", "", false, "") }); err != nil {
+			if err := ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "assistant", "", false, "", "") }); err != nil {
 				return err
 			}
 		}
@@ -363,7 +366,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			if text.Len() == 0 {
 				return nil // an empty delta (the end-of-turn token) is not sent
 			}
-			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", text.String(), false, finish) })
+			return ev.Send(func(b []byte) []byte {
+				return appendChatChunk(b, id, created, model, "", text.String(), false, finish, ms)
+			})
 		}
 		if text.Len() == 0 && upto < s.out.Tokens {
 			return nil
@@ -372,7 +377,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			finish = s.out.Finish
 		}
 		return ev.Send(func(b []byte) []byte {
-			return appendCompletionChunk(b, id, created, model, text.String(), false, finish)
+			return appendCompletionChunk(b, id, created, model, text.String(), false, finish, ms)
 		})
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
@@ -388,7 +393,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 		return
 	}
 	if chat {
-		_ = ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", "", true, res.finish) })
+		_ = ev.Send(func(b []byte) []byte {
+			return appendChatChunk(b, id, created, model, "", "", true, res.finish, matchedStop(s.out, res.finish))
+		})
 	}
 	if includeUsage {
 		object := "text_completion"
@@ -409,11 +416,33 @@ type generateReq struct {
 	Rid            string   `json:"rid"`
 	LogMetrics     *bool    `json:"log_metrics"`
 	SamplingParams struct {
-		MaxNewTokens *int `json:"max_new_tokens"`
-		MinNewTokens int  `json:"min_new_tokens"`
-		IgnoreEOS    bool `json:"ignore_eos"`
+		MaxNewTokens *int      `json:"max_new_tokens"`
+		MinNewTokens int       `json:"min_new_tokens"`
+		IgnoreEOS    bool      `json:"ignore_eos"`
+		Stop         stopField `json:"stop"`
+		StopTokenIDs []uint32  `json:"stop_token_ids"`
+		NoStopTrim   bool      `json:"no_stop_trim"`
 	} `json:"sampling_params"`
 }
+
+// stopField is SamplingParams.stop: a string or a list of strings.
+type stopField []string
+
+func (s *stopField) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = stopField{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*s = many
+	return nil
+}
+
+func (s stopField) list() []string { return s }
 
 // generate is the native POST /generate.
 func (a *api) generate(w http.ResponseWriter, r *http.Request) {
@@ -447,8 +476,10 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 	if req.SamplingParams.MaxNewTokens != nil {
 		maxNew = *req.SamplingParams.MaxNewTokens
 	}
-	out := openai.Plan(maxNew, a.eng.knobs.OutputTokens, req.SamplingParams.MinNewTokens, req.SamplingParams.IgnoreEOS)
-	out.Tokens = min(out.Tokens, a.cfg.contextLen-len(prompt))
+	out := openai.Plan(a.cfg.maxNewTokens(maxNew, len(prompt)), a.eng.knobs.OutputTokens, req.SamplingParams.MinNewTokens, req.SamplingParams.IgnoreEOS).Stop(openai.StopRules{
+		Strings: req.SamplingParams.Stop.list(), TokenIDs: req.SamplingParams.StopTokenIDs, Keep: req.SamplingParams.NoStopTrim,
+		MinTokens: req.SamplingParams.MinNewTokens, ListOrder: true, IgnoreTokenIDs: req.SamplingParams.IgnoreEOS,
+	})
 	if err := a.waitLoaded(r.Context()); err != nil {
 		return
 	}
@@ -483,7 +514,7 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 			b = append(b, "null"...)
 		case res.finish == openai.FinishStop:
 			b = append(b, `{"type":"stop","matched":`...)
-			b = strconv.AppendUint(b, uint64(tokenize.IMEnd), 10)
+			b = append(b, matchedStop(out, res.finish)...)
 			b = append(b, '}')
 		default:
 			b = append(b, `{"type":"length","length":`...)

@@ -31,38 +31,46 @@ func appendUsage(b []byte, u usage) []byte {
 	return append(b, '}')
 }
 
-// appendMatchedStop is what SGLang reports as matched_stop: the end-of-turn
-// token id on a stop, null on length or while unfinished.
-func appendMatchedStop(b []byte, finish string) []byte {
-	if finish == openai.FinishStop {
-		return strconv.AppendUint(b, uint64(tokenize.IMEnd), 10)
+// matchedStop is a choice's matched_stop as JSON: the "matched" of the
+// request's finish reason, which is the stop string (FINISH_MATCHED_STR) or
+// the token id (FINISH_MATCHED_TOKEN: a stop_token_ids entry or the
+// end-of-turn token) that ended it; null on length or while unfinished
+// (python/sglang/srt/managers/schedule_batch.py, serving_chat.py).
+func matchedStop(o openai.Output, finish string) string {
+	switch {
+	case finish != openai.FinishStop:
+		return "null"
+	case o.StopStr != "":
+		return string(jsonw.String(nil, o.StopStr))
+	case o.HasStopToken:
+		return strconv.FormatUint(uint64(o.StopToken), 10)
 	}
-	return append(b, "null"...)
+	return strconv.FormatUint(uint64(tokenize.IMEnd), 10)
 }
 
-func appendChatResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+func appendChatResponse(b []byte, id string, created int64, model, text, finish, matched string, u usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
-	return appendResponseEnd(b, finish, u)
+	return appendResponseEnd(b, finish, matched, u)
 }
 
-func appendCompletionResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+func appendCompletionResponse(b []byte, id string, created int64, model, text, finish, matched string, u usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null`...)
-	return appendResponseEnd(b, finish, u)
+	return appendResponseEnd(b, finish, matched, u)
 }
 
 // appendResponseEnd closes a response's one choice (finish_reason,
 // matched_stop, hidden_states) and adds usage and metadata.
-func appendResponseEnd(b []byte, finish string, u usage) []byte {
+func appendResponseEnd(b []byte, finish, matched string, u usage) []byte {
 	b = append(b, `,"finish_reason":`...)
 	b = jsonw.String(b, finish)
 	b = append(b, `,"matched_stop":`...)
-	b = appendMatchedStop(b, finish)
+	b = append(b, matched...)
 	b = append(b, `,"hidden_states":null}],"usage":`...)
 	b = appendUsage(b, u)
 	return append(b, `,"metadata":{"weight_version":"default"}}`...)
@@ -71,7 +79,7 @@ func appendResponseEnd(b []byte, finish string, u usage) []byte {
 // appendChatChunk writes a chat.completion.chunk (model_dump_json: every
 // field present, nulls included). role != "" makes the role chunk; finish
 // == "" writes finish_reason null; final writes an empty delta.
-func appendChatChunk(b []byte, id string, created int64, model, role, content string, final bool, finish string) []byte {
+func appendChatChunk(b []byte, id string, created int64, model, role, content string, final bool, finish, matched string) []byte {
 	b = openai.AppendHead(b, id, "chat.completion.chunk", created, model)
 	b = append(b, `,"choices":[{"index":0,"delta":{"role":`...)
 	b = jsonw.NullOrString(b, role)
@@ -82,24 +90,27 @@ func appendChatChunk(b []byte, id string, created int64, model, role, content st
 		b = jsonw.String(b, content)
 	}
 	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
-	return appendChunkEnd(b, finish)
+	return appendChunkEnd(b, finish, matched)
 }
 
-func appendCompletionChunk(b []byte, id string, created int64, model, text string, final bool, finish string) []byte {
+func appendCompletionChunk(b []byte, id string, created int64, model, text string, final bool, finish, matched string) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null`...)
-	return appendChunkEnd(b, finish)
+	return appendChunkEnd(b, finish, matched)
 }
 
 // appendChunkEnd closes a chunk's one choice (finish_reason and matched_stop
 // null until it finishes) and adds "usage": null.
-func appendChunkEnd(b []byte, finish string) []byte {
+func appendChunkEnd(b []byte, finish, matched string) []byte {
 	b = append(b, `,"finish_reason":`...)
 	b = jsonw.NullOrString(b, finish)
 	b = append(b, `,"matched_stop":`...)
-	b = appendMatchedStop(b, finish)
+	if finish == "" {
+		matched = "null"
+	}
+	b = append(b, matched...)
 	return append(b, `}],"usage":null}`...)
 }
 

@@ -242,10 +242,16 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", common.MaxTokens, a.cfg.maxModelLen, p, common.MaxTokens, a.cfg.maxModelLen, p), "max_tokens")
 		return
 	}
-	out := openai.Plan(common.MaxTokens, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS)
-	if out.Tokens > a.cfg.maxModelLen-p {
-		out = openai.Output{Tokens: a.cfg.maxModelLen - p, Finish: openai.FinishLength}
+	// Without max_tokens vLLM allows what is left of the context window
+	// (get_max_tokens), so ignore_eos runs to it and ends in "length".
+	limit := common.MaxTokens
+	if limit < 0 {
+		limit = a.cfg.maxModelLen - p
 	}
+	out := openai.Plan(limit, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS).Stop(openai.StopRules{
+		Strings: common.Stop, TokenIDs: common.StopTokenIDs, Keep: common.IncludeStopStr,
+		MinTokens: common.MinTokens, TokensFirst: true,
+	})
 
 	base := r.Header.Get("X-Request-Id")
 	if base == "" {
@@ -280,9 +286,9 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	server.RespondJSON(w, http.StatusOK, func(b []byte) []byte {
 		if chat {
-			return appendChatResponse(b, id, created, model, out.Text(), res.finish, u)
+			return appendChatResponse(b, id, created, model, out.Text(), res.finish, stopReason(out, res.finish), u)
 		}
-		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, u)
+		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, stopReason(out, res.finish), u)
 	})
 }
 
@@ -328,6 +334,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 	if chat {
 		object = "chat.completion.chunk"
 	}
+	sr := stopReason(s.out, s.out.Finish)
 	emit := func(i int, res *result) error {
 		var cu *usage
 		if continuous {
@@ -346,7 +353,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 					if continuous {
 						ru = &usage{prompt: p}
 					}
-					return appendChatChunk(b, id, created, model, chunkRole, "", "", ru)
+					return appendChatChunk(b, id, created, model, chunkRole, "", "", "", ru)
 				}); err != nil {
 					return err
 				}
@@ -355,9 +362,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			if last {
 				kind = chunkFinal
 			}
-			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, kind, text, finish, cu) })
+			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, kind, text, finish, sr, cu) })
 		}
-		return ev.Send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, text, finish, cu) })
+		return ev.Send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, text, finish, sr, cu) })
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
 	if err != nil {

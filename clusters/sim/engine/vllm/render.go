@@ -36,25 +36,29 @@ func appendUsage(b []byte, u usage, withNull bool) []byte {
 
 // appendChatResponse is a non-streaming chat.completion (model_dump: nulls
 // present).
-func appendChatResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+func appendChatResponse(b []byte, id string, created int64, model, text, finish, stopReason string, u usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,"finish_reason":`...)
 	b = jsonw.String(b, finish)
-	b = append(b, `,"stop_reason":null,"token_ids":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	b = append(b, `,"stop_reason":`...)
+	b = append(b, stopReason...)
+	b = append(b, `,"token_ids":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, u, true)
 	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}`...)
 }
 
 // appendCompletionResponse is a non-streaming text_completion.
-func appendCompletionResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+func appendCompletionResponse(b []byte, id string, created int64, model, text, finish, stopReason string, u usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
 	b = jsonw.String(b, finish)
-	b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	b = append(b, `,"stop_reason":`...)
+	b = append(b, stopReason...)
+	b = append(b, `,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, u, true)
 	return append(b, `,"kv_transfer_params":null}`...)
 }
@@ -71,7 +75,7 @@ const (
 
 // appendChatChunk writes a chat.completion.chunk with one choice.
 // continuous is the running usage for stream_options.continuous_usage_stats.
-func appendChatChunk(b []byte, id string, created int64, model string, kind chunkKind, text, finish string, continuous *usage) []byte {
+func appendChatChunk(b []byte, id string, created int64, model string, kind chunkKind, text, finish, stopReason string, continuous *usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion.chunk", created, model)
 	b = append(b, `,"choices":[{"index":0,"delta":{`...)
 	switch kind {
@@ -84,7 +88,8 @@ func appendChatChunk(b []byte, id string, created int64, model string, kind chun
 	b = append(b, `},"logprobs":null,"finish_reason":`...)
 	if kind == chunkFinal {
 		b = jsonw.String(b, finish)
-		b = append(b, `,"stop_reason":null`...)
+		b = append(b, `,"stop_reason":`...)
+		b = append(b, stopReason...)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -98,19 +103,40 @@ func appendChatChunk(b []byte, id string, created int64, model string, kind chun
 
 // appendCompletionChunk writes a text_completion stream chunk (vLLM dumps
 // these without exclude_unset, so every field is present).
-func appendCompletionChunk(b []byte, id string, created int64, model, text, finish string, continuous *usage) []byte {
+func appendCompletionChunk(b []byte, id string, created int64, model, text, finish, stopReason string, continuous *usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
 	b = jsonw.NullOrString(b, finish)
-	b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_token_ids":null}],"usage":`...)
+	b = append(b, `,"stop_reason":`...)
+	if finish == "" {
+		stopReason = "null"
+	}
+	b = append(b, stopReason...)
+	b = append(b, `,"token_ids":null,"prompt_token_ids":null}],"usage":`...)
 	if continuous != nil {
 		b = appendUsage(b, *continuous, false)
 	} else {
 		b = append(b, "null"...)
 	}
 	return append(b, '}')
+}
+
+// stopReason is a choice's stop_reason as JSON: the stop string or stop
+// token id that ended the output, null when the end-of-sequence token or the
+// length limit did (vllm/v1/core/sched/utils.py check_stop,
+// vllm/v1/engine/output_processor.py).
+func stopReason(o openai.Output, finish string) string {
+	switch {
+	case finish != openai.FinishStop:
+		return "null"
+	case o.StopStr != "":
+		return string(jsonw.String(nil, o.StopStr))
+	case o.HasStopToken:
+		return strconv.FormatUint(uint64(o.StopToken), 10)
+	}
+	return "null"
 }
 
 // appendUsageChunk is the final stream chunk with choices [] and usage.

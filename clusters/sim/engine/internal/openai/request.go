@@ -62,6 +62,14 @@ type Common struct {
 	RequestID      string // vLLM's request_id body field
 	CacheSalt      string // vLLM's cache_salt
 	PromptLogprobs bool   // vLLM skips the prefix cache for prompt_logprobs
+	// Stop are the stop strings (a single string is a list of one).
+	Stop []string
+	// StopTokenIDs are the stop_token_ids.
+	StopTokenIDs []uint32
+	// IncludeStopStr is vLLM's include_stop_str_in_output.
+	IncludeStopStr bool
+	// NoStopTrim is SGLang's no_stop_trim.
+	NoStopTrim bool
 }
 
 // ChatRequest is a decoded /v1/chat/completions body.
@@ -92,6 +100,10 @@ type rawCommon struct {
 	RequestID           *string          `json:"request_id"`
 	CacheSalt           *string          `json:"cache_salt"`
 	PromptLogprobs      *json.RawMessage `json:"prompt_logprobs"`
+	Stop                *json.RawMessage `json:"stop"`
+	StopTokenIDs        *json.RawMessage `json:"stop_token_ids"`
+	IncludeStopStr      *bool            `json:"include_stop_str_in_output"`
+	NoStopTrim          *bool            `json:"no_stop_trim"`
 }
 
 type rawChat struct {
@@ -295,6 +307,29 @@ func (raw *rawCommon) common(c *Common, errs []FieldError) []FieldError {
 	}
 	if raw.PromptLogprobs != nil && !isNull(*raw.PromptLogprobs) {
 		c.PromptLogprobs = true
+	}
+	if raw.IncludeStopStr != nil {
+		c.IncludeStopStr = *raw.IncludeStopStr
+	}
+	if raw.NoStopTrim != nil {
+		c.NoStopTrim = *raw.NoStopTrim
+	}
+	if raw.Stop != nil && !isNull(*raw.Stop) {
+		b := bytes.TrimSpace(*raw.Stop)
+		var one string
+		if err := json.Unmarshal(b, &one); err == nil {
+			c.Stop = []string{one}
+		} else if err := json.Unmarshal(b, &c.Stop); err != nil {
+			// A str | list[str] union: pydantic reports each member.
+			errs = append(errs,
+				FieldError{Type: "string_type", Loc: []string{"body", "stop", "str"}, Msg: "Input should be a valid string", Input: string(b)},
+				FieldError{Type: "list_type", Loc: []string{"body", "stop", "list[str]"}, Msg: "Input should be a valid list", Input: string(b)})
+		}
+	}
+	if raw.StopTokenIDs != nil && !isNull(*raw.StopTokenIDs) {
+		if err := json.Unmarshal(*raw.StopTokenIDs, &c.StopTokenIDs); err != nil {
+			errs = append(errs, FieldError{Type: "list_type", Loc: []string{"body", "stop_token_ids"}, Msg: "Input should be a valid list", Input: string(*raw.StopTokenIDs)})
+		}
 	}
 	return errs
 }
