@@ -46,6 +46,14 @@
 //
 // # Known deviations from the real engines (see the references)
 //
+//   - Each engine dispatches through its route table (vllm.Routes,
+//     sglang.Routes, read from the released packages and shown in
+//     docs/engines.md): a route the real server registers on a default
+//     launch but the sim does not emulate answers 501 with the engine's
+//     error body, where the real server would serve it.
+//   - A stop string's text never reaches a stream chunk; the real engines
+//     hold back a stop-string-sized tail, so chunk boundaries differ (the
+//     joined text is the same).
 //   - KV accounting reserves prompt+planned output tokens at admission
 //     (rounded to blocks/pages); the real engines grow it token by token and
 //     share cached prefix blocks. The pool is 131,072 tokens at the default

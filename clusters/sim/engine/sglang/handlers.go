@@ -15,6 +15,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/jsonw"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/openai"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/routes"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/tokenize"
 )
@@ -32,21 +33,28 @@ type api struct {
 
 const maxBody = 64 << 20
 
-var routes = map[string][]string{
-	"/health":              {"GET"},
-	"/health_generate":     {"GET"},
-	"/metrics":             {"GET"},
-	"/v1/models":           {"GET"},
-	"/v1/chat/completions": {"POST"},
-	"/v1/completions":      {"POST"},
-	"/generate":            {"POST", "PUT"},
-	"/get_model_info":      {"GET"},
-	"/model_info":          {"GET"},
-	"/get_server_info":     {"GET"},
-	"/server_info":         {"GET"},
-	"/get_load":            {"GET"},
-	"/v1/loads":            {"GET"},
-	"/flush_cache":         {"GET", "POST"},
+// handlers serve the table's served routes, keyed by the route's path.
+var handlers = map[string]func(a *api, w http.ResponseWriter, r *http.Request){
+	"/health":          (*api).health,
+	"/health_generate": (*api).health,
+	"/metrics":         func(a *api, w http.ResponseWriter, r *http.Request) { promtext.Serve(w, a.m.reg, style) },
+	"/v1/models":       func(a *api, w http.ResponseWriter, r *http.Request) { a.models(w) },
+	"/v1/models/{model:path}": func(a *api, w http.ResponseWriter, r *http.Request) {
+		a.model(w, strings.TrimPrefix(r.URL.Path, "/v1/models/"))
+	},
+	"/get_model_info":      (*api).modelInfo,
+	"/model_info":          (*api).modelInfo,
+	"/get_server_info":     func(a *api, w http.ResponseWriter, r *http.Request) { a.serverInfo(w) },
+	"/server_info":         func(a *api, w http.ResponseWriter, r *http.Request) { a.serverInfo(w) },
+	"/get_load":            func(a *api, w http.ResponseWriter, r *http.Request) { a.getLoad(w) },
+	"/v1/loads":            (*api).loads,
+	"/flush_cache":         (*api).flushCache,
+	"/v1/chat/completions": func(a *api, w http.ResponseWriter, r *http.Request) { a.openAI(w, r, true) },
+	"/v1/completions":      func(a *api, w http.ResponseWriter, r *http.Request) { a.openAI(w, r, false) },
+	"/generate":            (*api).generate,
+	"/": func(a *api, w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, http.StatusOK, []byte(`"SGLang is running"`))
+	},
 }
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -59,70 +67,60 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	methods, known := routes[path]
-	if !known && strings.HasPrefix(path, "/v1/models/") {
-		methods, known = []string{"GET"}, true
-	}
-	if path == "/metrics" && !a.cfg.metrics {
-		known = false // add_prometheus_middleware mounts /metrics only with --enable-metrics
+	m := Routes.Find(r.Method, path)
+	if m.Route != nil && m.Route.Mount && !a.cfg.metrics {
+		m = routes.Match{} // add_prometheus_middleware mounts /metrics only with --enable-metrics
 	}
 	switch {
-	case !known:
+	case m.Route == nil:
 		server.NotFound(w)
 		return
-	case !slices.Contains(methods, r.Method):
-		server.MethodNotAllowed(w, methods)
+	case !m.MethodOK:
+		server.MethodNotAllowed(w, m.Route.Allow())
 		return
 	case a.cfg.apiKey != "" && !strings.HasPrefix(path, "/health") && !strings.HasPrefix(path, "/metrics") &&
 		r.Header.Get("Authorization") != "Bearer "+a.cfg.apiKey:
 		server.Unauthorized(w)
 		return
+	case !m.Route.Served && !m.Route.Default():
+		server.NotFound(w) // registered only under a condition a default launch lacks
+		return
+	case !m.Route.Served:
+		writeError(w, http.StatusNotImplemented, "NotImplementedError", "The simulated SGLang does not emulate "+m.Route.Path+" (see docs/engines.md#sglang-routes).")
+		return
 	}
-	switch path {
-	case "/health", "/health_generate":
-		if !a.up.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	case "/metrics":
-		promtext.Serve(w, a.m.reg, style)
-	case "/v1/models":
-		a.models(w)
-	case "/get_model_info", "/model_info":
-		b := []byte(`{"model_path":`)
-		b = jsonw.String(b, a.cfg.modelPath)
-		b = append(b, `,"tokenizer_path":`...)
-		b = jsonw.String(b, a.cfg.modelPath)
-		b = append(b, `,"is_generation":true,"preferred_sampling_params":null,"weight_version":"default","has_image_understanding":false,"has_audio_understanding":false}`...)
-		server.WriteJSON(w, http.StatusOK, b)
-	case "/get_server_info", "/server_info":
-		a.serverInfo(w)
-	case "/get_load":
-		a.getLoad(w)
-	case "/v1/loads":
-		a.loads(w, r)
-	case "/flush_cache":
-		st := a.eng.sched.State()
-		msg := "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"
-		code := http.StatusOK
-		if st.Running > 0 || st.Waiting > 0 {
-			code = http.StatusBadRequest
-		} else if a.eng.cache != nil {
-			a.eng.cache.Reset()
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		_, _ = w.Write([]byte(msg))
-	case "/v1/chat/completions":
-		a.openAI(w, r, true)
-	case "/v1/completions":
-		a.openAI(w, r, false)
-	case "/generate":
-		a.generate(w, r)
-	default: // /v1/models/{model}
-		a.model(w, strings.TrimPrefix(path, "/v1/models/"))
+	handlers[m.Route.Path](a, w, r)
+}
+
+func (a *api) health(w http.ResponseWriter, r *http.Request) {
+	if !a.up.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
 	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (a *api) modelInfo(w http.ResponseWriter, r *http.Request) {
+	b := []byte(`{"model_path":`)
+	b = jsonw.String(b, a.cfg.modelPath)
+	b = append(b, `,"tokenizer_path":`...)
+	b = jsonw.String(b, a.cfg.modelPath)
+	b = append(b, `,"is_generation":true,"preferred_sampling_params":null,"weight_version":"default","has_image_understanding":false,"has_audio_understanding":false}`...)
+	server.WriteJSON(w, http.StatusOK, b)
+}
+
+func (a *api) flushCache(w http.ResponseWriter, r *http.Request) {
+	st := a.eng.sched.State()
+	msg := "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"
+	code := http.StatusOK
+	if st.Running > 0 || st.Waiting > 0 {
+		code = http.StatusBadRequest
+	} else if a.eng.cache != nil {
+		a.eng.cache.Reset()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg))
 }
 
 func (a *api) appendCard(b []byte) []byte {

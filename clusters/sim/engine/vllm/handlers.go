@@ -34,50 +34,67 @@ const maxBody = 64 << 20
 // Routes excluded from the HTTP instrumentator's metrics.
 var excluded = map[string]bool{"/metrics": true, "/health": true, "/load": true, "/ping": true, "/version": true, "/server_info": true}
 
-// routes maps path to the methods it answers.
-var routes = map[string][]string{
-	"/health":              {"GET"},
-	"/metrics":             {"GET"},
-	"/v1/models":           {"GET"},
-	"/v1/chat/completions": {"POST"},
-	"/v1/completions":      {"POST"},
-	"/version":             {"GET"},
-	"/ping":                {"GET", "POST"},
-	"/load":                {"GET"},
-	"/tokenize":            {"POST"},
-	// The render API (vllm/entrypoints/serve/render/api_router.py), attached
-	// for every generate model: the prompt's token ids without generating.
-	// llm-d's token-producer calls it (docs/llmd.md#scorers).
-	renderChatPath:       {"POST"},
-	renderCompletionPath: {"POST"},
-}
-
 // Render routes.
 const (
 	renderChatPath       = "/v1/chat/completions/render"
 	renderCompletionPath = "/v1/completions/render"
 )
 
-// routeOrder is the start-up log's route listing.
-var routeOrder = []string{"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-	"/version", "/ping", "/load", "/tokenize", renderChatPath, renderCompletionPath}
+// handlers serve the table's served routes, keyed by the route's path.
+var handlers = map[string]func(a *api, w http.ResponseWriter, r *http.Request){
+	"/health":  func(a *api, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) },
+	"/ping":    func(a *api, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) },
+	"/metrics": func(a *api, w http.ResponseWriter, r *http.Request) { promtext.Serve(w, a.m.reg, a.m.style) },
+	"/version": func(a *api, w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
+	},
+	"/load":                func(a *api, w http.ResponseWriter, r *http.Request) { a.serverLoad(w) },
+	"/v1/models":           func(a *api, w http.ResponseWriter, r *http.Request) { a.models(w) },
+	"/tokenize":            func(a *api, w http.ResponseWriter, r *http.Request) { a.tokenizeHandler(w, r) },
+	renderChatPath:         func(a *api, w http.ResponseWriter, r *http.Request) { a.render(w, r, true) },
+	renderCompletionPath:   func(a *api, w http.ResponseWriter, r *http.Request) { a.render(w, r, false) },
+	"/v1/chat/completions": func(a *api, w http.ResponseWriter, r *http.Request) { a.tracked(w, r, true) },
+	"/v1/completions":      func(a *api, w http.ResponseWriter, r *http.Request) { a.tracked(w, r, false) },
+}
+
+// routeOrder is the start-up log's route listing: the served routes with
+// methods, in the table's order.
+func routeOrder() [][2]string {
+	var out [][2]string
+	for _, r := range Routes.Routes {
+		if r.Served && !r.Mount {
+			out = append(out, [2]string{r.Path, strings.Join(r.Methods, ", ")})
+		}
+	}
+	return out
+}
+
+// guarded are the path prefixes --api-key guards
+// (serve/middleware/authenticate.py GUARDED_PREFIX).
+var guarded = []string{"/v1", "/v2", "/inference", "/cohere"}
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &server.Recorder{ResponseWriter: w}
 	path := r.URL.Path
-	methods, known := routes[path]
-	handler := path
-	if !known {
-		handler = "none"
+	m := Routes.Find(r.Method, path)
+	handler := "none"
+	if m.Route != nil {
+		handler = m.Route.Path
 	}
 	switch {
-	case !known:
-		server.NotFound(rec)
-	case !slices.Contains(methods, r.Method):
-		server.MethodNotAllowed(rec, methods)
-	case len(a.cfg.apiKeys) > 0 && strings.HasPrefix(path, "/v1") && !a.authorized(r):
+	// The authentication middleware runs before routing: a guarded path
+	// without the key is 401 whether or not a route serves it.
+	case len(a.cfg.apiKeys) > 0 && r.Method != http.MethodOptions && hasGuardedPrefix(path) && !a.authorized(r):
 		server.Unauthorized(rec)
+	case m.Route == nil:
+		server.NotFound(rec)
+	case !m.MethodOK:
+		server.MethodNotAllowed(rec, m.Route.Allow())
+	case !m.Route.Served && !m.Route.Default():
+		server.NotFound(rec) // registered only under a condition a default launch lacks
+	case !m.Route.Served:
+		writeError(rec, http.StatusNotImplemented, "NotImplementedError", "The simulated vLLM does not emulate "+m.Route.Path+" (see docs/engines.md#vllm-routes).", "")
 	default:
 		if a.cfg.requestIDHeaders {
 			id := r.Header.Get("X-Request-Id")
@@ -86,7 +103,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			rec.Header().Set("X-Request-Id", id)
 		}
-		a.route(rec, r, path)
+		handlers[m.Route.Path](a, rec, r)
 	}
 	status := rec.Code()
 	if !excluded[handler] {
@@ -102,43 +119,37 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func statusGroup(code int) string { return strconv.Itoa(code/100) + "xx" }
-
-func (a *api) authorized(r *http.Request) bool {
-	got := r.Header.Get("Authorization")
-	for _, k := range a.cfg.apiKeys {
-		if got == "Bearer "+k {
+func hasGuardedPrefix(path string) bool {
+	for _, p := range guarded {
+		if strings.HasPrefix(path, p) {
 			return true
 		}
 	}
 	return false
 }
 
-func (a *api) route(w http.ResponseWriter, r *http.Request, path string) {
-	switch path {
-	case "/health":
-		w.WriteHeader(http.StatusOK)
-	case "/ping":
-		w.WriteHeader(http.StatusOK)
-	case "/metrics":
-		promtext.Serve(w, a.m.reg, a.m.style)
-	case "/version":
-		server.WriteJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
-	case "/load":
-		server.WriteJSON(w, http.StatusOK, []byte(`{"server_load":`+strconv.FormatInt(a.load.Load(), 10)+`}`))
-	case "/v1/models":
-		a.models(w)
-	case "/tokenize":
-		a.tokenizeHandler(w, r)
-	case renderChatPath, renderCompletionPath:
-		a.render(w, r, path == renderChatPath)
-	case "/v1/chat/completions", "/v1/completions":
-		if a.cfg.serverLoadTracking {
-			a.load.Add(1)
-			defer a.load.Add(-1)
-		}
-		a.generate(w, r, path == "/v1/chat/completions")
+func statusGroup(code int) string { return strconv.Itoa(code/100) + "xx" }
+
+func (a *api) authorized(r *http.Request) bool {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "bearer") {
+		return false
 	}
+	return slices.Contains(a.cfg.apiKeys, token)
+}
+
+// tracked is a generation route, counted in /load's server_load with
+// --enable-server-load-tracking.
+func (a *api) tracked(w http.ResponseWriter, r *http.Request, chat bool) {
+	if a.cfg.serverLoadTracking {
+		a.load.Add(1)
+		defer a.load.Add(-1)
+	}
+	a.generate(w, r, chat)
+}
+
+func (a *api) serverLoad(w http.ResponseWriter) {
+	server.WriteJSON(w, http.StatusOK, []byte(`{"server_load":`+strconv.FormatInt(a.load.Load(), 10)+`}`))
 }
 
 func (a *api) models(w http.ResponseWriter) {
