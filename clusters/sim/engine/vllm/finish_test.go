@@ -63,14 +63,25 @@ func TestVLLMIgnoreEOSWithMaxTokensEndsInLength(t *testing.T) {
 	}
 }
 
-// Without max_tokens vLLM's limit is what the context window leaves, so
-// ignore_eos runs to it.
-func TestVLLMIgnoreEOSWithoutMaxTokensRunsToTheContextWindow(t *testing.T) {
+// Without max_tokens a chat's limit is what the context window leaves, so
+// ignore_eos runs to it; a completion's max_tokens defaults to 16 (absent or
+// null).
+func TestVLLMIgnoreEOSWithoutMaxTokensRunsToTheDefaultLimit(t *testing.T) {
 	e := start(t, []string{"--max-model-len", "64"}, nil)
-	_, _, resp := post(t, e, "/v1/completions", idsPrompt(ids(10, 20), `,"ignore_eos":true`))
-	ch := choice0(t, resp)
-	if ch["finish_reason"] != "length" || usageOf(t, resp)["completion_tokens"] != 44.0 {
-		t.Fatalf("%v", resp)
+	_, _, resp := post(t, e, "/v1/chat/completions", chatBody("hi", `,"ignore_eos":true`))
+	p := usageOf(t, resp)["prompt_tokens"].(float64)
+	if ch := choice0(t, resp); ch["finish_reason"] != "length" || usageOf(t, resp)["completion_tokens"] != 64-p {
+		t.Fatalf("chat: %v", resp)
+	}
+	for _, extra := range []string{"", `,"max_tokens":null`} {
+		_, _, resp = post(t, e, "/v1/completions", idsPrompt(ids(10, 20), `,"ignore_eos":true`+extra))
+		if ch := choice0(t, resp); ch["finish_reason"] != "length" || usageOf(t, resp)["completion_tokens"] != 16.0 {
+			t.Fatalf("completion%s: %v", extra, resp)
+		}
+	}
+	f := e.Scrape(t)
+	if got := value(t, f, "vllm:request_params_max_tokens_sum"); got != 64-p+32 {
+		t.Fatalf("request_params_max_tokens_sum %v, want the computed limits %v", got, 64-p+32)
 	}
 }
 

@@ -222,11 +222,6 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	*pp = req.Prompt
 	common, prompt := &req.Common, req.Prompt
-	what := "messages"
-	if !chat {
-		what = "prompt"
-	}
-
 	if common.StreamOptions != nil && !common.Stream {
 		msg, _ := validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"body"}, Msg: "Value error, Stream options can only be defined when `stream=True`.", Input: "<dict>", Ctx: "Stream options can only be defined when `stream=True`."}})
 		writeError(w, http.StatusBadRequest, "Bad Request", msg, "body")
@@ -236,28 +231,30 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if !ok {
 		return
 	}
-	if common.N != 1 {
+	if common.N > 1 {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d: the simulated engine generates one choice per request (n=1)", common.N), "n")
 		return
 	}
+	if !chat && common.MaxTokensField == "" {
+		// CompletionRequest.max_tokens defaults to 16, null included
+		// (normalize_null_max_tokens).
+		common.MaxTokens, common.MaxTokensField = 16, "max_tokens"
+	}
 	p := len(prompt)
-	if p >= a.cfg.maxModelLen {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input %s.", a.cfg.maxModelLen, p, what), "")
+	if msg, param, bad := a.checkLength(common, p, req.TokenPrompt); bad {
+		writeError(w, http.StatusBadRequest, "BadRequestError", msg, param)
 		return
 	}
-	if common.MaxTokens == 0 || common.MaxTokens < -1 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", common.MaxTokens), "max_tokens")
-		return
+	// get_max_tokens: what the context window leaves, or less if the request
+	// asks for less. Without max_tokens, ignore_eos runs to it and ends in
+	// "length".
+	limit := a.cfg.maxModelLen - p
+	if common.MaxTokensField != "" {
+		limit = min(limit, common.MaxTokens)
 	}
-	if common.MaxTokens > a.cfg.maxModelLen-p {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", common.MaxTokens, a.cfg.maxModelLen, p, common.MaxTokens, a.cfg.maxModelLen, p), "max_tokens")
+	if msg, param, bad := checkSampling(common, limit); bad {
+		writeError(w, http.StatusBadRequest, "BadRequestError", msg, param)
 		return
-	}
-	// Without max_tokens vLLM allows what is left of the context window
-	// (get_max_tokens), so ignore_eos runs to it and ends in "length".
-	limit := common.MaxTokens
-	if limit < 0 {
-		limit = a.cfg.maxModelLen - p
 	}
 	out := openai.Plan(limit, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS).Stop(openai.StopRules{
 		Strings: common.Stop, TokenIDs: common.StopTokenIDs, Keep: common.IncludeStopStr,
@@ -275,7 +272,7 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if chat {
 		id = "chatcmpl-" + base
 	}
-	s := &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: common.MaxTokens, arrival: arrival}
+	s := &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: limit, arrival: arrival}
 	created := arrival.Unix()
 	if common.Stream {
 		a.stream(w, r, chat, s, id, created, model, common)
@@ -301,6 +298,75 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		}
 		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, stopReason(out, res.finish), u)
 	})
+}
+
+// checkLength is the renderer's TokenizeParams checks (vLLM 0.29.0
+// vllm/renderers/params.py): the requested output alone may not exceed
+// max_model_len, and the prompt may not exceed what the output leaves. A
+// prompt the server tokenizes is cut at max_input_tokens+1 tokens first, so
+// its count is reported as "at least" that.
+func (a *api) checkLength(c *openai.Common, p int, tokenPrompt bool) (msg, param string, bad bool) {
+	total := a.cfg.maxModelLen
+	out, field := 0, "max_tokens"
+	if c.MaxTokensField != "" {
+		out, field = c.MaxTokens, c.MaxTokensField
+	}
+	if out > total {
+		return fmt.Sprintf("%s=%d cannot be greater than max_model_len=max_total_tokens=%d. Please request fewer output tokens. (parameter=%s, value=%d)", field, out, total, field, out), field, true
+	}
+	maxInput := total - out
+	if p <= maxInput {
+		return "", "", false
+	}
+	count, qualifier := p, ""
+	if !tokenPrompt {
+		count = min(p, maxInput+1)
+	}
+	if count == maxInput+1 {
+		qualifier = "at least "
+	}
+	return fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains %s%d input tokens, for a total of %s%d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)",
+		total, out, qualifier, count, qualifier, count+out, count), "input_tokens", true
+}
+
+// checkSampling is SamplingParams._verify_args of vLLM 0.29.0
+// (vllm/sampling_params.py), in its order, for the parameters the sim reads;
+// maxTokens is the limit get_max_tokens computed. Errors that carry a
+// parameter print it and the value after the message (VLLMValidationError's
+// str) and set the body's param.
+func checkSampling(c *openai.Common, maxTokens int) (msg, param string, bad bool) {
+	s := c.Sampling
+	py := jsonw.PyRepr
+	with := func(m, name, value string) (string, string, bool) {
+		return m + " (parameter=" + name + ", value=" + value + ")", name, true
+	}
+	switch {
+	case c.N < 1:
+		return fmt.Sprintf("n must be at least 1, got %d.", c.N), "", true
+	case s.PresencePenalty != nil && !(-2 <= *s.PresencePenalty && *s.PresencePenalty <= 2):
+		return "presence_penalty must be in [-2, 2], got " + py(*s.PresencePenalty) + ".", "", true
+	case s.FrequencyPenalty != nil && !(-2 <= *s.FrequencyPenalty && *s.FrequencyPenalty <= 2):
+		return "frequency_penalty must be in [-2, 2], got " + py(*s.FrequencyPenalty) + ".", "", true
+	case s.RepetitionPenalty != nil && *s.RepetitionPenalty <= 0:
+		return "repetition_penalty must be greater than zero, got " + py(*s.RepetitionPenalty) + ".", "", true
+	case s.Temperature != nil && *s.Temperature < 0:
+		return with("temperature must be non-negative, got "+py(*s.Temperature)+".", "temperature", py(*s.Temperature))
+	case s.Temperature != nil && *s.Temperature > 2:
+		return with("temperature must be in [0, 2], got "+py(*s.Temperature)+".", "temperature", py(*s.Temperature))
+	case s.TopP != nil && !(0 < *s.TopP && *s.TopP <= 1):
+		return with("top_p must be in (0, 1], got "+py(*s.TopP)+".", "top_p", py(*s.TopP))
+	case s.TopK != nil && *s.TopK < -1:
+		return fmt.Sprintf("top_k must be 0 (disable), or at least 1, got %d.", *s.TopK), "", true
+	case s.MinP != nil && !(0 <= *s.MinP && *s.MinP <= 1):
+		return "min_p must be in [0, 1], got " + py(*s.MinP) + ".", "", true
+	case maxTokens < 1:
+		return with(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTokens), "max_tokens", strconv.Itoa(maxTokens))
+	case c.MinTokens < 0:
+		return fmt.Sprintf("min_tokens must be greater than or equal to 0, got %d.", c.MinTokens), "", true
+	case c.MinTokens > maxTokens:
+		return fmt.Sprintf("min_tokens must be less than or equal to max_tokens=%d, got %d.", maxTokens, c.MinTokens), "", true
+	}
+	return "", "", false
 }
 
 func (a *api) badRequest(w http.ResponseWriter, err error) {

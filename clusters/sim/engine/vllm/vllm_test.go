@@ -384,7 +384,7 @@ func TestVLLMValidationErrorsAreNested400s(t *testing.T) {
 	code, _, resp = post(t, e, "/v1/chat/completions", `{"model":`)
 	check("broken JSON", code, resp, "Bad Request", "body.9", "json_invalid")
 	code, _, resp = post(t, e, "/v1/chat/completions", chatBody("hi", `,"max_tokens":40000`))
-	check("max_tokens too large", code, resp, "BadRequestError", "max_tokens", "'max_tokens' or 'max_completion_tokens' is too large: 40000")
+	check("max_tokens too large", code, resp, "BadRequestError", "max_tokens", "max_tokens=40000 cannot be greater than max_model_len=max_total_tokens=32768. Please request fewer output tokens. (parameter=max_tokens, value=40000)")
 	code, _, resp = post(t, e, "/v1/chat/completions", chatBody("hi", `,"stream_options":{"include_usage":true}`))
 	check("stream_options without stream", code, resp, "Bad Request", "body", "Stream options can only be defined when `stream=True`.")
 

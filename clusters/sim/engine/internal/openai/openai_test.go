@@ -52,8 +52,29 @@ func TestDecodeErrorsAreReportedAsPydanticWould(t *testing.T) {
 		t.Fatalf("non-object: %+v", fe)
 	}
 	_, err = DecodeChat([]byte(`{"messages":[],"max_tokens":"x"}`))
-	if fe := fieldErr(t, err); fe.Type != "int_type" || strings.Join(fe.Loc, ".") != "body.max_tokens" {
+	if fe := fieldErr(t, err); fe.Type != "int_parsing" || strings.Join(fe.Loc, ".") != "body.max_tokens" {
+		t.Fatalf("bad int string: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"max_tokens":[1]}`))
+	if fe := fieldErr(t, err); fe.Type != "int_type" {
 		t.Fatalf("bad int: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"n":1.5}`))
+	if fe := fieldErr(t, err); fe.Type != "int_from_float" {
+		t.Fatalf("fractional int: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"temperature":"hot"}`))
+	if fe := fieldErr(t, err); fe.Type != "float_parsing" || strings.Join(fe.Loc, ".") != "body.temperature" {
+		t.Fatalf("bad float string: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"top_p":{}}`))
+	if fe := fieldErr(t, err); fe.Type != "float_type" {
+		t.Fatalf("bad float: %+v", fe)
+	}
+	// pydantic's lax mode takes numeric strings and integral floats.
+	req, err := DecodeChat([]byte(`{"messages":[],"max_tokens":"7","n":1.0,"temperature":"0.5","top_k":3}`))
+	if err != nil || req.MaxTokens != 7 || req.N != 1 || *req.Sampling.Temperature != 0.5 || *req.Sampling.TopK != 3 || req.MaxTokensField != "max_tokens" {
+		t.Fatalf("lax values: %+v %v", req, err)
 	}
 	_, err = DecodeChat([]byte(`{"messages":[],"stream":"yes"}`))
 	if fe := fieldErr(t, err); fe.Type != "bool_type" {
