@@ -269,11 +269,20 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	common, prompt := &req.Common, req.Prompt
 	what := "input messages"
 	maxTokens := common.MaxTokens
+	if chat && maxTokens == 0 {
+		// max_new_tokens is `max_completion_tokens or max_tokens`: a 0 is
+		// falsy, so no limit.
+		maxTokens = -1
+	}
 	if !chat {
 		what = "prompt"
 		maxTokens = 16 // CompletionRequest.max_tokens defaults to 16
-		if common.MaxTokens >= 0 {
+		if common.MaxTokensField != "" {
 			maxTokens = common.MaxTokens
+		}
+		if maxTokens <= 0 { // CompletionRequest.validate_max_tokens_positive
+			a.badRequest(w, &openai.ValidationError{Errors: []openai.FieldError{{Type: "value_error", Loc: []string{"body", "max_tokens"}, Msg: "Value error, max_tokens must be positive", Input: strconv.Itoa(maxTokens), Ctx: "max_tokens must be positive"}}})
+			return
 		}
 	}
 	model := common.Model
@@ -291,6 +300,10 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if maxTokens >= 0 && p+maxTokens > a.cfg.contextLen {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the %s and %d tokens for the completion. Please reduce the number of tokens in the %s or the completion to fit within the limit.", a.cfg.contextLen, p+maxTokens, p, what, maxTokens, what))
+		return
+	}
+	if msg := verifySampling(common.Sampling, common.MinTokens, maxTokens, maxTokens >= 0 || (chat && common.MaxTokensField != "" && common.MaxTokens != 0), nil); msg != "" {
+		writeError(w, http.StatusBadRequest, "BadRequestError", msg)
 		return
 	}
 	out := openai.Plan(a.cfg.maxNewTokens(maxTokens, p), a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS).Stop(openai.StopRules{
@@ -326,6 +339,64 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 		}
 		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, matchedStop(out, res.finish), u)
 	})
+}
+
+// verifySampling is SamplingParams.verify of SGLang 0.5.18
+// (python/sglang/srt/sampling/sampling_params.py), in its order, after
+// __post_init__'s defaults (a temperature below 1e-6 means greedy, top_k 1;
+// top_k -1 means the whole vocabulary). maxSet false is no limit (None). A failure
+// is a ValueError the OpenAI handlers answer 400 BadRequestError and
+// /generate 400 {"error":{"message"}}; "" means the parameters pass.
+func verifySampling(s openai.Sampling, minNew, maxNew int, maxSet bool, intValued map[string]bool) string {
+	// Python prints the value as it holds it: pydantic made the OpenAI
+	// routes' values floats; /generate's dict keeps a JSON integer an int.
+	py := func(name string, v float64) string {
+		if intValued[name] && v == float64(int64(v)) {
+			return strconv.FormatInt(int64(v), 10)
+		}
+		return jsonw.PyRepr(v)
+	}
+	get := func(p *float64, def float64) float64 {
+		if p != nil {
+			return *p
+		}
+		return def
+	}
+	temp, topP, minP := get(s.Temperature, 1), get(s.TopP, 1), get(s.MinP, 0)
+	freq, pres, rep := get(s.FrequencyPenalty, 0), get(s.PresencePenalty, 0), get(s.RepetitionPenalty, 1)
+	topK := -1
+	if s.TopK != nil {
+		topK = *s.TopK
+	}
+	if 0 <= temp && temp < 1e-6 {
+		temp, topK = 1, 1
+	}
+	if topK == -1 {
+		topK = 1 << 30
+	}
+	switch {
+	case temp < 0:
+		return "temperature must be a non-negative finite number, got " + py("temperature", temp) + "."
+	case !(0 < topP && topP <= 1):
+		return "top_p must be in (0, 1], got " + py("top_p", topP) + "."
+	case !(0 <= minP && minP <= 1):
+		return "min_p must be in [0, 1], got " + py("min_p", minP) + "."
+	case topK < 1:
+		return fmt.Sprintf("top_k must be -1 (disable) or at least 1, got %d.", topK)
+	case !(-2 <= freq && freq <= 2):
+		return "frequency_penalty must be in [-2, 2], got " + py("frequency_penalty", freq) + "."
+	case !(-2 <= pres && pres <= 2):
+		return "presence_penalty must be in [-2, 2], got " + py("presence_penalty", pres) + "."
+	case !(0 < rep && rep <= 2):
+		return "repetition_penalty must be in (0, 2] (1.0 = no penalty), got " + py("repetition_penalty", rep) + "."
+	case minNew < 0:
+		return fmt.Sprintf("min_new_tokens must be in [0, max_new_tokens], got %d.", minNew)
+	case maxSet && maxNew < 0:
+		return fmt.Sprintf("max_new_tokens must be at least 0, got %d.", maxNew)
+	case maxNew >= 0 && minNew > maxNew:
+		return fmt.Sprintf("min_new_tokens must be in [0, max_new_tokens(%d)], got %d.", maxNew, minNew)
+	}
+	return ""
 }
 
 func (a *api) badRequest(w http.ResponseWriter, err error) {
@@ -418,6 +489,13 @@ type generateReq struct {
 		MinNewTokens int       `json:"min_new_tokens"`
 		IgnoreEOS    bool      `json:"ignore_eos"`
 		Stop         stopField `json:"stop"`
+		Temperature  *float64  `json:"temperature"`
+		TopP         *float64  `json:"top_p"`
+		TopK         *int      `json:"top_k"`
+		MinP         *float64  `json:"min_p"`
+		Frequency    *float64  `json:"frequency_penalty"`
+		Presence     *float64  `json:"presence_penalty"`
+		Repetition   *float64  `json:"repetition_penalty"`
 		StopTokenIDs []uint32  `json:"stop_token_ids"`
 		NoStopTrim   bool      `json:"no_stop_trim"`
 	} `json:"sampling_params"`
@@ -473,6 +551,11 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 	maxNew := 128 // SamplingParams.max_new_tokens default
 	if req.SamplingParams.MaxNewTokens != nil {
 		maxNew = *req.SamplingParams.MaxNewTokens
+	}
+	sp := req.SamplingParams
+	if msg := verifySampling(openai.Sampling{Temperature: sp.Temperature, TopP: sp.TopP, TopK: sp.TopK, MinP: sp.MinP, FrequencyPenalty: sp.Frequency, PresencePenalty: sp.Presence, RepetitionPenalty: sp.Repetition}, sp.MinNewTokens, maxNew, true, intLiterals(body)); msg != "" {
+		a.generateError(w, msg)
+		return
 	}
 	out := openai.Plan(a.cfg.maxNewTokens(maxNew, len(prompt)), a.eng.knobs.OutputTokens, req.SamplingParams.MinNewTokens, req.SamplingParams.IgnoreEOS).Stop(openai.StopRules{
 		Strings: req.SamplingParams.Stop.list(), TokenIDs: req.SamplingParams.StopTokenIDs, Keep: req.SamplingParams.NoStopTrim,
@@ -549,6 +632,22 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, meta(nil, &res, res.generated, true))
+}
+
+// intLiterals names the sampling_params numbers a /generate body wrote as
+// JSON integers.
+func intLiterals(body []byte) map[string]bool {
+	var raw struct {
+		SP map[string]json.RawMessage `json:"sampling_params"`
+	}
+	_ = json.Unmarshal(body, &raw)
+	out := map[string]bool{}
+	for k, v := range raw.SP {
+		if t := strings.TrimSpace(string(v)); t != "" && !strings.ContainsAny(t, ".eE\"[]{}ntf") {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 func (a *api) generateError(w http.ResponseWriter, msg string) {
