@@ -132,3 +132,61 @@ func TestVLLMStopTokenIDSetsAnIntegerStopReason(t *testing.T) {
 }
 
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// continuous_usage_stats puts the running usage on every chunk, the role
+// chunk's with 0 completion tokens; --enable-force-include-usage turns on
+// both include_usage and continuous usage (should_include_usage).
+func TestVLLMContinuousUsageStats(t *testing.T) {
+	check := func(name string, events []string) {
+		t.Helper()
+		var last float64 = -1
+		for i, ev := range events[:len(events)-2] { // then the usage chunk and [DONE]
+			var c struct {
+				Usage *struct {
+					Prompt     float64  `json:"prompt_tokens"`
+					Completion float64  `json:"completion_tokens"`
+					Total      float64  `json:"total_tokens"`
+					Details    *float64 `json:"completion_tokens_details"`
+				} `json:"usage"`
+			}
+			if err := json.Unmarshal([]byte(ev), &c); err != nil || c.Usage == nil {
+				t.Fatalf("%s: chunk %d has no usage: %s", name, i, ev)
+			}
+			if c.Usage.Completion != last+1 || c.Usage.Total != c.Usage.Prompt+c.Usage.Completion || !strings.Contains(ev, `"completion_tokens_details":null`) {
+				t.Fatalf("%s: chunk %d usage %s after %v", name, i, ev, last)
+			}
+			last = c.Usage.Completion
+		}
+		if !strings.Contains(events[len(events)-2], `"choices":[]`) || events[len(events)-1] != "[DONE]" {
+			t.Fatalf("%s: tail %v", name, events[len(events)-2:])
+		}
+	}
+	e := start(t, nil, map[string]string{"SIM_ENGINE_OUTPUT_TOKENS": "3"})
+	check("stream_options", e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}`)))
+	if ev := e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{"continuous_usage_stats":true}`)); strings.Contains(strings.Join(ev, "\n"), `"usage"`) {
+		t.Fatalf("continuous_usage_stats without include_usage: %v", ev)
+	}
+	forced := start(t, []string{"--enable-force-include-usage"}, map[string]string{"SIM_ENGINE_OUTPUT_TOKENS": "3"})
+	check("forced", forced.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true`)))
+}
+
+// Non-streaming responses are model_dump()s of 0.29.0's response models:
+// every field, nulls included, in declaration order.
+func TestVLLMResponseFieldsAreThe029Models(t *testing.T) {
+	e := start(t, nil, nil)
+	_, _, b, err := e.Post("/v1/chat/completions", chatBody("hi", `,"max_tokens":2`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"token_ids":null,"routed_experts":null}]`, `"prompt_tokens_details":null,"completion_tokens_details":null}`, `"prompt_token_ids":null,"prompt_text":null,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("chat response lacks %s: %s", want, b)
+		}
+	}
+	_, _, b, _ = e.Post("/v1/completions", `{"prompt":"hi","max_tokens":2}`)
+	for _, want := range []string{`"prompt_token_ids":null,"routed_experts":null}]`, `"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("completion response lacks %s: %s", want, b)
+		}
+	}
+}

@@ -396,13 +396,13 @@ func (a *api) orcaHeader(format string) string {
 // stream serves an SSE response: role chunk, content chunks paced by ITL, a
 // final chunk with finish_reason, the usage chunk when asked for, [DONE].
 func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, common *openai.Common) {
-	includeUsage := a.cfg.forceIncludeUsage
-	continuous := false
-	if so := common.StreamOptions; so != nil {
-		// vLLM's StreamOptions.include_usage defaults to true once the
-		// object is sent.
-		includeUsage = includeUsage || so.IncludeUsage == nil || *so.IncludeUsage
-		continuous = so.ContinuousUsageStats && includeUsage
+	// should_include_usage (serve/utils/api_utils.py): StreamOptions'
+	// include_usage and continuous_usage_stats default to false;
+	// --enable-force-include-usage turns both on.
+	includeUsage, continuous := a.cfg.forceIncludeUsage, a.cfg.forceIncludeUsage
+	if so := common.StreamOptions; so != nil && !includeUsage {
+		includeUsage = so.IncludeUsage != nil && *so.IncludeUsage
+		continuous = includeUsage && so.ContinuousUsageStats
 	}
 	ev := server.StartEvents(w)
 	defer ev.Close()
