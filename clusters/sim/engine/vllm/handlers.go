@@ -521,7 +521,8 @@ func (a *api) servedModel(w http.ResponseWriter, name string) (string, bool) {
 		return a.cfg.servedName(), true
 	}
 	if !slices.Contains(a.cfg.servedNames, name) {
-		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name), "")
+		// OpenAIServing._check_model (serve/engine/serving.py) sets param.
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name), "model")
 		return "", false
 	}
 	return name, true

@@ -43,7 +43,7 @@ func TestVLLMSamplingValidationMatchesSamplingParams(t *testing.T) {
 			"your prompt contains at least 55 input tokens, for a total of at least 65 tokens."},
 		{"wrong type", "/v1/chat/completions", chatBody("hi", `,"temperature":"hot"`), 400, "Bad Request", "body.temperature",
 			"'type': 'float_parsing', 'loc': 'body.temperature', 'msg': 'Input should be a valid number, unable to parse string as a number'"},
-		{"unknown model before sampling", "/v1/chat/completions", `{"model":"gpt-4","messages":[{"role":"user","content":"hi"}],"temperature":-1}`, 404, "NotFoundError", "",
+		{"unknown model before sampling", "/v1/chat/completions", `{"model":"gpt-4","messages":[{"role":"user","content":"hi"}],"temperature":-1}`, 404, "NotFoundError", "model",
 			"The model `gpt-4` does not exist."},
 	} {
 		code, _, resp := post(t, e, tc.path, tc.body)

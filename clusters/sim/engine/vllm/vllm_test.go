@@ -358,7 +358,7 @@ func TestVLLMUnknownModel404Shape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "{\"error\":{\"message\":\"The model `gpt-4` does not exist.\",\"type\":\"NotFoundError\",\"param\":null,\"code\":404}}"
+	want := "{\"error\":{\"message\":\"The model `gpt-4` does not exist.\",\"type\":\"NotFoundError\",\"param\":\"model\",\"code\":404}}"
 	if code != 404 || string(b) != want {
 		t.Fatalf("got %d %s\nwant 404 %s", code, b, want)
 	}
