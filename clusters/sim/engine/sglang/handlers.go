@@ -317,11 +317,15 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	created := arrival.Unix()
 	s := &seq{prompt: prompt, out: out, stream: common.Stream, arrival: arrival, labels: r.Header.Get(a.cfg.customHdr), counted: true}
 	if common.Stream {
-		includeUsage := a.cfg.includeUse
-		if so := common.StreamOptions; so != nil && so.IncludeUsage != nil {
-			includeUsage = *so.IncludeUsage
+		// should_include_usage (entrypoints/openai/utils.py): the request's
+		// include_usage or the server default; continuous_usage_stats on
+		// its own.
+		includeUsage, continuous := a.cfg.includeUse, false
+		if so := common.StreamOptions; so != nil {
+			includeUsage = includeUsage || (so.IncludeUsage != nil && *so.IncludeUsage)
+			continuous = so.ContinuousUsageStats
 		}
-		a.stream(w, r, chat, s, id, created, model, includeUsage)
+		a.stream(w, r, chat, s, id, created, model, includeUsage, continuous)
 		return
 	}
 	res, err := a.eng.run(r.Context(), s, nil)
@@ -409,16 +413,25 @@ func (a *api) badRequest(w http.ResponseWriter, err error) {
 }
 
 // stream serves serving_chat's / serving_completions' SSE generators.
-func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, includeUsage bool) {
+// stream serves serving_chat's / serving_completions' SSE generators (0.5.18):
+// chat sends a role chunk, a chunk per non-empty text delta (never with a
+// finish_reason), then a separate finish chunk with finish_reason and
+// matched_stop; completions send a chunk per output, the last with the
+// finish_reason. Continuous usage stats put the running usage on the text
+// chunks; include_usage adds a usage chunk before [DONE].
+func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, includeUsage, continuous bool) {
 	ev := server.StartEvents(w)
 	defer ev.Close()
 	sent := 0
 	first := true
 	ms := matchedStop(s.out, s.out.Finish)
+	p := len(s.prompt)
 	emit := func(upto int, res *result) error {
 		if chat && first {
 			first = false
-			if err := ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "assistant", "", false, "", "") }); err != nil {
+			if err := ev.Send(func(b []byte) []byte {
+				return appendChatChunk(b, id, created, model, "assistant", "", false, "", "", nil)
+			}); err != nil {
 				return err
 			}
 		}
@@ -427,26 +440,27 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			text.WriteString(s.out.TokenText(i))
 		}
 		sent = upto
-		finish := ""
-		if upto == s.out.Tokens && !includeUsage {
-			finish = s.out.Finish
+		var cu *usage
+		if continuous {
+			cu = &usage{prompt: p, completion: upto}
 		}
 		if chat {
 			if text.Len() == 0 {
 				return nil // an empty delta (the end-of-turn token) is not sent
 			}
 			return ev.Send(func(b []byte) []byte {
-				return appendChatChunk(b, id, created, model, "", text.String(), false, finish, ms)
+				return appendChatChunk(b, id, created, model, "", text.String(), false, "", "", cu)
 			})
 		}
 		if text.Len() == 0 && upto < s.out.Tokens {
 			return nil
 		}
+		finish := ""
 		if upto == s.out.Tokens {
 			finish = s.out.Finish
 		}
 		return ev.Send(func(b []byte) []byte {
-			return appendCompletionChunk(b, id, created, model, text.String(), false, finish, ms)
+			return appendCompletionChunk(b, id, created, model, text.String(), finish, ms, cu)
 		})
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
@@ -463,7 +477,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 	}
 	if chat {
 		_ = ev.Send(func(b []byte) []byte {
-			return appendChatChunk(b, id, created, model, "", "", true, res.finish, matchedStop(s.out, res.finish))
+			return appendChatChunk(b, id, created, model, "", "", true, res.finish, matchedStop(s.out, res.finish), nil)
 		})
 	}
 	if includeUsage {
@@ -472,7 +486,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			object = "chat.completion.chunk"
 		}
 		u := usage{prompt: len(s.prompt), completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
-		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
+		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u, chat) })
 	}
 	_ = ev.Done()
 }

@@ -310,12 +310,16 @@ func TestSGLangStreamUsageChunkRules(t *testing.T) {
 	if len(plain) != 5 || hasUsage(plain) || plain[4] != "[DONE]" {
 		t.Fatalf("chunks: %v", plain)
 	}
-	for _, want := range []string{`"usage":null`, `"reasoning_content":null`, `"matched_stop":null`} {
-		if !strings.Contains(plain[1], want) {
-			t.Fatalf("content chunk lacks %s: %s", want, plain[1])
-		}
+	// 0.5.18 encodes chat chunks with msgspec (sse_utils.py): the delta
+	// starts with reasoning_content, role and content only when set; no
+	// "usage" key unless set.
+	if !strings.Contains(plain[0], `"delta":{"reasoning_content":null,"role":"assistant","content":""},"logprobs":null,"finish_reason":null,"matched_stop":null}]}`) {
+		t.Fatalf("role chunk %s", plain[0])
 	}
-	if !strings.Contains(plain[3], `"delta":{"role":null,"content":null,"reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":"stop","matched_stop":151645`) {
+	if !strings.HasSuffix(plain[1], `"delta":{"reasoning_content":null,"content":" The"},"logprobs":null,"finish_reason":null,"matched_stop":null}]}`) {
+		t.Fatalf("content chunk %s", plain[1])
+	}
+	if !strings.HasSuffix(plain[3], `"delta":{"reasoning_content":null},"logprobs":null,"finish_reason":"stop","matched_stop":151645}]}`) {
 		t.Fatalf("final chunk %s", plain[3])
 	}
 	if hasUsage(e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"stream_options":{}`))) {
@@ -325,11 +329,47 @@ func TestSGLangStreamUsageChunkRules(t *testing.T) {
 	if !hasUsage(with) || strings.Contains(with[2], `"finish_reason":"length"`) || !strings.Contains(with[3], `"finish_reason":"length"`) {
 		t.Fatalf("include_usage: content chunks must carry finish_reason null: %v", with)
 	}
-	// Without include_usage the last content chunk carries the reason too,
-	// so it appears twice.
-	twice := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"max_tokens":2`))
-	if strings.Count(strings.Join(twice, "\n"), `"finish_reason":"length"`) != 2 {
-		t.Fatalf("length reason not repeated: %v", twice)
+	if !strings.Contains(with[4], `"usage":{"prompt_tokens":`) || !strings.HasSuffix(with[4], `"prompt_tokens_details":null,"reasoning_tokens":0}}`) {
+		t.Fatalf("chat usage chunk %s", with[4])
+	}
+	// Content chunks never carry the reason: it comes once, in the finish
+	// chunk.
+	once := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"max_tokens":2`))
+	if strings.Count(strings.Join(once, "\n"), `"finish_reason":"length"`) != 1 {
+		t.Fatalf("length reason not sent once: %v", once)
+	}
+	// Completions: the last chunk carries the reason; the usage chunk is
+	// dumped with exclude_none.
+	comp := e.Events(t, "/v1/completions", `{"prompt":"hi","stream":true,"max_tokens":2,"stream_options":{"include_usage":true}}`)
+	if len(comp) != 4 || !strings.HasSuffix(comp[1], `"finish_reason":"length","matched_stop":null}],"usage":null}`) || !strings.HasSuffix(comp[2], `"completion_tokens":2,"reasoning_tokens":0}}`) {
+		t.Fatalf("completion stream %v", comp)
+	}
+}
+
+// should_include_usage: a request's include_usage false does not turn off
+// --stream-response-default-include-usage; continuous_usage_stats works on
+// its own.
+func TestSGLangUsageOptions(t *testing.T) {
+	e := start(t, []string{"--stream-response-default-include-usage"}, map[string]string{"SIM_ENGINE_OUTPUT_TOKENS": "3"})
+	ev := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"stream_options":{"include_usage":false}`))
+	if !strings.Contains(ev[len(ev)-2], `"choices":[],"usage":{`) {
+		t.Fatalf("server default overridden by include_usage false: %v", ev)
+	}
+	plain := start(t, nil, map[string]string{"SIM_ENGINE_OUTPUT_TOKENS": "3"})
+	ev = plain.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"stream_options":{"continuous_usage_stats":true}`))
+	// role, 2 content chunks with running usage, finish chunk, [DONE]
+	if len(ev) != 5 || strings.Contains(ev[0], `"usage"`) || !strings.Contains(ev[1], `"completion_tokens":1,"prompt_tokens_details":null,"reasoning_tokens":0}}`) ||
+		!strings.Contains(ev[2], `"completion_tokens":2,`) || strings.Contains(ev[3], `"usage"`) {
+		t.Fatalf("continuous usage: %v", ev)
+	}
+	_, resp := post(t, plain, "/v1/chat/completions", enginetest.ChatBody(model, "hi", ""))
+	u, _ := resp["usage"].(map[string]any)
+	ch := resp["choices"].([]any)[0].(map[string]any)
+	if _, ok := u["reasoning_tokens"]; !ok {
+		t.Fatalf("usage lacks reasoning_tokens: %v", resp)
+	}
+	if _, ok := ch["hidden_states"]; ok {
+		t.Fatalf("choice keeps hidden_states: None is dropped by its serializer: %v", resp)
 	}
 }
 
