@@ -187,9 +187,11 @@ func (e *engine) lastThroughput() float64 {
 	return e.lastThr
 }
 
-// getLoad is GET /get_load: one GetLoadReqOutput per DP rank; num_tokens is
-// the KV tokens in use plus the waiting requests' lengths (what
-// sglang-gateway's power_of_two sums).
+// getLoad is the deprecated GET /get_load of 0.5.18: a shim over
+// get_loads(include=["core"]) projected to dp_rank, num_reqs,
+// num_waiting_reqs, num_tokens (num_total_tokens: used KV plus what waiting
+// requests hold; what sglang-gateway's power_of_two sums),
+// num_pending_tokens and ts_tic (http_server.py).
 func (a *api) getLoad(w http.ResponseWriter) {
 	st := a.eng.sched.State()
 	b := []byte(`[{"dp_rank":0,"num_reqs":`)
@@ -198,8 +200,17 @@ func (a *api) getLoad(w http.ResponseWriter) {
 	b = jsonw.Int(b, st.Waiting)
 	b = append(b, `,"num_tokens":`...)
 	b = jsonw.Int(b, st.UsedKV+st.WaitingKV)
+	// num_total_tokens - num_used_tokens: what the waiting requests need.
+	b = append(b, `,"num_pending_tokens":`...)
+	b = jsonw.Int(b, st.WaitingKV)
+	// time.perf_counter(): seconds on a monotonic clock of arbitrary origin.
+	b = append(b, `,"ts_tic":`...)
+	b = jsonw.Float(b, time.Since(perfOrigin).Seconds())
 	server.WriteJSON(w, http.StatusOK, append(b, "}]"...))
 }
+
+// perfOrigin stands for time.perf_counter()'s origin.
+var perfOrigin = time.Now()
 
 // loads is GET /v1/loads (sglang/srt/entrypoints/v1_loads.py).
 func (a *api) loads(w http.ResponseWriter, r *http.Request) {

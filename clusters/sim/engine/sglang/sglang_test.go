@@ -402,9 +402,11 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 		})
 	}
 	type load struct {
-		NumReqs        int `json:"num_reqs"`
-		NumWaitingReqs int `json:"num_waiting_reqs"`
-		NumTokens      int `json:"num_tokens"`
+		NumReqs          int      `json:"num_reqs"`
+		NumWaitingReqs   int      `json:"num_waiting_reqs"`
+		NumTokens        int      `json:"num_tokens"`
+		NumPendingTokens *int     `json:"num_pending_tokens"`
+		TsTic            *float64 `json:"ts_tic"`
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -413,7 +415,10 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 		if err := json.Unmarshal(body, &l); err != nil || len(l) != 1 {
 			t.Fatalf("/get_load %s", body)
 		}
-		if l[0].NumReqs == 4 && l[0].NumWaitingReqs == 2 && l[0].NumTokens > 0 {
+		if l[0].NumPendingTokens == nil || l[0].TsTic == nil || *l[0].NumPendingTokens > l[0].NumTokens {
+			t.Fatalf("/get_load lacks 0.5.18's num_pending_tokens / ts_tic: %s", body)
+		}
+		if l[0].NumReqs == 4 && l[0].NumWaitingReqs == 2 && l[0].NumTokens > 0 && *l[0].NumPendingTokens > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -423,7 +428,7 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 	}
 	wg.Wait()
 	_, body := e.Get(t, "/get_load")
-	if !strings.Contains(string(body), `"num_reqs":0,"num_waiting_reqs":0,"num_tokens":0`) {
+	if !strings.Contains(string(body), `"num_reqs":0,"num_waiting_reqs":0,"num_tokens":0,"num_pending_tokens":0,"ts_tic":`) {
 		t.Fatalf("/get_load after the load: %s", body)
 	}
 }
