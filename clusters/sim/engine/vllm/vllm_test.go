@@ -720,6 +720,11 @@ func TestMooncakeProducerServesTheBootstrapQuery(t *testing.T) {
 	if id, _ := q["0"]["engine_id"].(string); id == "" {
 		t.Fatalf("query %v", q)
 	}
+	wa, _ := q["0"]["worker_addr"].(map[string]any)
+	tp0, _ := wa["0"].(map[string]any)
+	if addr, _ := tp0["0"].(string); !strings.HasPrefix(addr, "tcp://") {
+		t.Fatalf("query lacks worker_addr {tp: {pp: tcp://...}}: %v", q)
+	}
 	consumer := start(t, []string{"--kv-transfer-config", `{"kv_connector":"MooncakeConnector","kv_role":"kv_consumer"}`}, nil)
 	if consumer.Addr(DefaultMooncakeBootstrapPort) != "" {
 		t.Error("a consumer runs a bootstrap server")
