@@ -194,6 +194,10 @@ func (a *api) tokenizeHandler(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 		return
 	}
+	// create_tokenize checks the model first (serve/tokenize/serving.py).
+	if _, ok := a.servedModel(w, req.Model); !ok {
+		return
+	}
 	ids := req.Prompt
 	b := []byte(`{"count":`)
 	b = jsonw.Int(b, len(ids))

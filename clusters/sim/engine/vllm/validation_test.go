@@ -64,3 +64,15 @@ func TestVLLMSamplingValidationMatchesSamplingParams(t *testing.T) {
 		t.Errorf("numeric strings: %d %v", code, resp)
 	}
 }
+
+func TestVLLMTokenizeChecksTheModel(t *testing.T) {
+	e := start(t, nil, nil)
+	code, _, resp := post(t, e, "/tokenize", `{"model":"gpt-4","prompt":"hi"}`)
+	if er, _ := resp["error"].(map[string]any); code != 404 || er["type"] != "NotFoundError" || er["param"] != "model" {
+		t.Fatalf("unknown model: %d %v", code, resp)
+	}
+	code, _, resp = post(t, e, "/tokenize", `{"model":"`+model+`","prompt":"hi there"}`)
+	if code != 200 || resp["count"] != 2.0 || resp["max_model_len"] == nil || len(resp["tokens"].([]any)) != 2 {
+		t.Fatalf("tokenize: %d %v", code, resp)
+	}
+}
