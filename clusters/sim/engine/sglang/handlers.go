@@ -72,15 +72,17 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 		m = routes.Match{} // add_prometheus_middleware mounts /metrics only with --enable-metrics
 	}
 	switch {
+	// The --api-key middleware (utils/auth.py) runs before routing and
+	// lets OPTIONS, /health* and /metrics* through.
+	case a.cfg.apiKey != "" && r.Method != http.MethodOptions && !strings.HasPrefix(path, "/health") && !strings.HasPrefix(path, "/metrics") &&
+		!bearer(r, a.cfg.apiKey):
+		server.Unauthorized(w)
+		return
 	case m.Route == nil:
 		server.NotFound(w)
 		return
 	case !m.MethodOK:
 		server.MethodNotAllowed(w, m.Route.Allow())
-		return
-	case a.cfg.apiKey != "" && !strings.HasPrefix(path, "/health") && !strings.HasPrefix(path, "/metrics") &&
-		r.Header.Get("Authorization") != "Bearer "+a.cfg.apiKey:
-		server.Unauthorized(w)
 		return
 	case !m.Route.Served && !m.Route.Default():
 		server.NotFound(w) // registered only under a condition a default launch lacks
@@ -90,6 +92,13 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	handlers[m.Route.Path](a, w, r)
+}
+
+// bearer reports whether the request carries "Authorization: Bearer key"
+// (the scheme in any case).
+func bearer(r *http.Request, key string) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "bearer") && token == key
 }
 
 func (a *api) health(w http.ResponseWriter, r *http.Request) {
