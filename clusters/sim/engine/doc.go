@@ -64,9 +64,6 @@
 //   - n>1 and batched completion prompts are refused with a 400 that says so.
 //   - vLLM counts a client abort in request_success_total{finished_reason=
 //     "abort"} (the reference left this unverified).
-//   - SGLang listens at once and answers /health 503 during the whole
-//     start-up; a real SGLang refuses connections while loading weights and
-//     answers 503 only during its warm-up.
 //   - SGLang's decode-stats log (which resets cache_hit_rate to 0) fires
 //     every --decode-log-interval generated tokens summed over requests, not
 //     per batched decode step.

@@ -373,8 +373,16 @@ func TestSGLangUsageOptions(t *testing.T) {
 	}
 }
 
+// launch_server loads the model before it starts the HTTP server, so the
+// port refuses connections during the load; /health answers 503 during the
+// warm-up that follows (server_status Starting), 200 after.
 func TestStartupDelayHealth(t *testing.T) {
-	e := enginetest.Start(t, Main, []string{"--model-path", model, "--enable-metrics", "--host", "0.0.0.0", "--port", "8000"}, map[string]string{"SIM_ENGINE_STARTUP_DELAY": "300ms"})
+	e := enginetest.Start(t, Main, []string{"--model-path", model, "--enable-metrics", "--host", "0.0.0.0", "--port", "8000"},
+		map[string]string{"SIM_ENGINE_STARTUP_DELAY": "300ms", "SIM_ENGINE_TTFT": "300ms"})
+	time.Sleep(100 * time.Millisecond)
+	if e.Listening() {
+		t.Fatal("listening while the model loads")
+	}
 	deadline := time.Now().Add(2 * time.Second)
 	for !e.Listening() {
 		if time.Now().After(deadline) {
@@ -382,8 +390,12 @@ func TestStartupDelayHealth(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// The warm-up /generate takes a TTFT: /health is 503 meanwhile.
 	if code, _ := e.Get(t, "/health"); code != 503 {
-		t.Fatalf("/health while starting = %d, want 503", code)
+		t.Fatalf("/health during the warm-up = %d, want 503", code)
+	}
+	if code, _ := e.Get(t, "/v1/models"); code != 200 {
+		t.Fatalf("/v1/models during the warm-up = %d, want 200", code)
 	}
 	if err := e.WaitReady(5 * time.Second); err != nil {
 		t.Fatal(err)
