@@ -46,6 +46,14 @@
 //
 // # Known deviations from the real engines (see the references)
 //
+//   - Each engine dispatches through its route table (vllm.Routes,
+//     sglang.Routes, read from the released packages and shown in
+//     docs/engines.md): a route the real server registers on a default
+//     launch but the sim does not emulate answers 501 with the engine's
+//     error body, where the real server would serve it.
+//   - A stop string's text never reaches a stream chunk; the real engines
+//     hold back a stop-string-sized tail, so chunk boundaries differ (the
+//     joined text is the same).
 //   - KV accounting reserves prompt+planned output tokens at admission
 //     (rounded to blocks/pages); the real engines grow it token by token and
 //     share cached prefix blocks. The pool is 131,072 tokens at the default
@@ -56,9 +64,6 @@
 //   - n>1 and batched completion prompts are refused with a 400 that says so.
 //   - vLLM counts a client abort in request_success_total{finished_reason=
 //     "abort"} (the reference left this unverified).
-//   - SGLang listens at once and answers /health 503 during the whole
-//     start-up; a real SGLang refuses connections while loading weights and
-//     answers 503 only during its warm-up.
 //   - SGLang's decode-stats log (which resets cache_hit_rate to 0) fires
 //     every --decode-log-interval generated tokens summed over requests, not
 //     per batched decode step.

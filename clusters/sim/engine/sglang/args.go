@@ -56,6 +56,22 @@ type config struct {
 	given map[string]string // for the server_args log line and /server_info
 }
 
+// maxNewTokens is the generation limit the scheduler sets for a prompt of p
+// tokens: the request's (limit < 0: none, which is 1<<30) capped at what the
+// context and the KV pool leave, max_req_len - p - 1 with max_req_len =
+// min(context_len - 1, max_total_tokens - 1), and max_total_tokens -
+// ceil_page(p) - page_size - 1 (Scheduler.init_req_max_new_tokens and
+// TpModelWorker's max_req_len in SGLang 0.5.18).
+func (c *config) maxNewTokens(limit, p int) int {
+	if limit < 0 {
+		limit = 1 << 30
+	}
+	page := max(c.pageSize, 1)
+	maxReqLen := min(c.contextLen-1, c.maxTotal-1)
+	paged := (p + page - 1) / page * page
+	return max(0, min(limit, maxReqLen-p-1, c.maxTotal-paged-page-1))
+}
+
 // engineType is the metrics' engine_type label.
 func (c *config) engineType() string {
 	switch c.disaggMode {

@@ -15,6 +15,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/jsonw"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/openai"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/promtext"
+	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/routes"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/server"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/tokenize"
 )
@@ -32,21 +33,28 @@ type api struct {
 
 const maxBody = 64 << 20
 
-var routes = map[string][]string{
-	"/health":              {"GET"},
-	"/health_generate":     {"GET"},
-	"/metrics":             {"GET"},
-	"/v1/models":           {"GET"},
-	"/v1/chat/completions": {"POST"},
-	"/v1/completions":      {"POST"},
-	"/generate":            {"POST", "PUT"},
-	"/get_model_info":      {"GET"},
-	"/model_info":          {"GET"},
-	"/get_server_info":     {"GET"},
-	"/server_info":         {"GET"},
-	"/get_load":            {"GET"},
-	"/v1/loads":            {"GET"},
-	"/flush_cache":         {"GET", "POST"},
+// handlers serve the table's served routes, keyed by the route's path.
+var handlers = map[string]func(a *api, w http.ResponseWriter, r *http.Request){
+	"/health":          (*api).health,
+	"/health_generate": (*api).health,
+	"/metrics":         func(a *api, w http.ResponseWriter, r *http.Request) { promtext.Serve(w, a.m.reg, style) },
+	"/v1/models":       func(a *api, w http.ResponseWriter, r *http.Request) { a.models(w) },
+	"/v1/models/{model:path}": func(a *api, w http.ResponseWriter, r *http.Request) {
+		a.model(w, strings.TrimPrefix(r.URL.Path, "/v1/models/"))
+	},
+	"/get_model_info":      (*api).modelInfo,
+	"/model_info":          (*api).modelInfo,
+	"/get_server_info":     func(a *api, w http.ResponseWriter, r *http.Request) { a.serverInfo(w) },
+	"/server_info":         func(a *api, w http.ResponseWriter, r *http.Request) { a.serverInfo(w) },
+	"/get_load":            func(a *api, w http.ResponseWriter, r *http.Request) { a.getLoad(w) },
+	"/v1/loads":            (*api).loads,
+	"/flush_cache":         (*api).flushCache,
+	"/v1/chat/completions": func(a *api, w http.ResponseWriter, r *http.Request) { a.openAI(w, r, true) },
+	"/v1/completions":      func(a *api, w http.ResponseWriter, r *http.Request) { a.openAI(w, r, false) },
+	"/generate":            (*api).generate,
+	"/": func(a *api, w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, http.StatusOK, []byte(`"SGLang is running"`))
+	},
 }
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -59,70 +67,69 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	methods, known := routes[path]
-	if !known && strings.HasPrefix(path, "/v1/models/") {
-		methods, known = []string{"GET"}, true
-	}
-	if path == "/metrics" && !a.cfg.metrics {
-		known = false // add_prometheus_middleware mounts /metrics only with --enable-metrics
+	m := Routes.Find(r.Method, path)
+	if m.Route != nil && m.Route.Mount && !a.cfg.metrics {
+		m = routes.Match{} // add_prometheus_middleware mounts /metrics only with --enable-metrics
 	}
 	switch {
-	case !known:
-		server.NotFound(w)
-		return
-	case !slices.Contains(methods, r.Method):
-		server.MethodNotAllowed(w, methods)
-		return
-	case a.cfg.apiKey != "" && !strings.HasPrefix(path, "/health") && !strings.HasPrefix(path, "/metrics") &&
-		r.Header.Get("Authorization") != "Bearer "+a.cfg.apiKey:
+	// The --api-key middleware (utils/auth.py) runs before routing and
+	// lets OPTIONS, /health* and /metrics* through.
+	case a.cfg.apiKey != "" && r.Method != http.MethodOptions && !strings.HasPrefix(path, "/health") && !strings.HasPrefix(path, "/metrics") &&
+		!bearer(r, a.cfg.apiKey):
 		server.Unauthorized(w)
 		return
+	case m.Route == nil:
+		server.NotFound(w)
+		return
+	case !m.MethodOK:
+		server.MethodNotAllowed(w, m.Route.Allow())
+		return
+	case !m.Route.Served && !m.Route.Default():
+		server.NotFound(w) // registered only under a condition a default launch lacks
+		return
+	case !m.Route.Served:
+		writeError(w, http.StatusNotImplemented, "NotImplementedError", "The simulated SGLang does not emulate "+m.Route.Path+" (see docs/engines.md#sglang-routes).")
+		return
 	}
-	switch path {
-	case "/health", "/health_generate":
-		if !a.up.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	case "/metrics":
-		promtext.Serve(w, a.m.reg, style)
-	case "/v1/models":
-		a.models(w)
-	case "/get_model_info", "/model_info":
-		b := []byte(`{"model_path":`)
-		b = jsonw.String(b, a.cfg.modelPath)
-		b = append(b, `,"tokenizer_path":`...)
-		b = jsonw.String(b, a.cfg.modelPath)
-		b = append(b, `,"is_generation":true,"preferred_sampling_params":null,"weight_version":"default","has_image_understanding":false,"has_audio_understanding":false}`...)
-		server.WriteJSON(w, http.StatusOK, b)
-	case "/get_server_info", "/server_info":
-		a.serverInfo(w)
-	case "/get_load":
-		a.getLoad(w)
-	case "/v1/loads":
-		a.loads(w, r)
-	case "/flush_cache":
-		st := a.eng.sched.State()
-		msg := "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"
-		code := http.StatusOK
-		if st.Running > 0 || st.Waiting > 0 {
-			code = http.StatusBadRequest
-		} else if a.eng.cache != nil {
-			a.eng.cache.Reset()
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		_, _ = w.Write([]byte(msg))
-	case "/v1/chat/completions":
-		a.openAI(w, r, true)
-	case "/v1/completions":
-		a.openAI(w, r, false)
-	case "/generate":
-		a.generate(w, r)
-	default: // /v1/models/{model}
-		a.model(w, strings.TrimPrefix(path, "/v1/models/"))
+	handlers[m.Route.Path](a, w, r)
+}
+
+// bearer reports whether the request carries "Authorization: Bearer key"
+// (the scheme in any case).
+func bearer(r *http.Request, key string) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "bearer") && token == key
+}
+
+func (a *api) health(w http.ResponseWriter, r *http.Request) {
+	if !a.up.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
 	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (a *api) modelInfo(w http.ResponseWriter, r *http.Request) {
+	b := []byte(`{"model_path":`)
+	b = jsonw.String(b, a.cfg.modelPath)
+	b = append(b, `,"tokenizer_path":`...)
+	b = jsonw.String(b, a.cfg.modelPath)
+	b = append(b, `,"is_generation":true,"preferred_sampling_params":null,"weight_version":"default","has_image_understanding":false,"has_audio_understanding":false}`...)
+	server.WriteJSON(w, http.StatusOK, b)
+}
+
+func (a *api) flushCache(w http.ResponseWriter, r *http.Request) {
+	st := a.eng.sched.State()
+	msg := "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"
+	code := http.StatusOK
+	if st.Running > 0 || st.Waiting > 0 {
+		code = http.StatusBadRequest
+	} else if a.eng.cache != nil {
+		a.eng.cache.Reset()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg))
 }
 
 func (a *api) appendCard(b []byte) []byte {
@@ -189,9 +196,11 @@ func (e *engine) lastThroughput() float64 {
 	return e.lastThr
 }
 
-// getLoad is GET /get_load: one GetLoadReqOutput per DP rank; num_tokens is
-// the KV tokens in use plus the waiting requests' lengths (what
-// sglang-gateway's power_of_two sums).
+// getLoad is the deprecated GET /get_load of 0.5.18: a shim over
+// get_loads(include=["core"]) projected to dp_rank, num_reqs,
+// num_waiting_reqs, num_tokens (num_total_tokens: used KV plus what waiting
+// requests hold; what sglang-gateway's power_of_two sums),
+// num_pending_tokens and ts_tic (http_server.py).
 func (a *api) getLoad(w http.ResponseWriter) {
 	st := a.eng.sched.State()
 	b := []byte(`[{"dp_rank":0,"num_reqs":`)
@@ -200,8 +209,17 @@ func (a *api) getLoad(w http.ResponseWriter) {
 	b = jsonw.Int(b, st.Waiting)
 	b = append(b, `,"num_tokens":`...)
 	b = jsonw.Int(b, st.UsedKV+st.WaitingKV)
+	// num_total_tokens - num_used_tokens: what the waiting requests need.
+	b = append(b, `,"num_pending_tokens":`...)
+	b = jsonw.Int(b, st.WaitingKV)
+	// time.perf_counter(): seconds on a monotonic clock of arbitrary origin.
+	b = append(b, `,"ts_tic":`...)
+	b = jsonw.Float(b, time.Since(perfOrigin).Seconds())
 	server.WriteJSON(w, http.StatusOK, append(b, "}]"...))
 }
+
+// perfOrigin stands for time.perf_counter()'s origin.
+var perfOrigin = time.Now()
 
 // loads is GET /v1/loads (sglang/srt/entrypoints/v1_loads.py).
 func (a *api) loads(w http.ResponseWriter, r *http.Request) {
@@ -271,11 +289,20 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	common, prompt := &req.Common, req.Prompt
 	what := "input messages"
 	maxTokens := common.MaxTokens
+	if chat && maxTokens == 0 {
+		// max_new_tokens is `max_completion_tokens or max_tokens`: a 0 is
+		// falsy, so no limit.
+		maxTokens = -1
+	}
 	if !chat {
 		what = "prompt"
 		maxTokens = 16 // CompletionRequest.max_tokens defaults to 16
-		if common.MaxTokens >= 0 {
+		if common.MaxTokensField != "" {
 			maxTokens = common.MaxTokens
+		}
+		if maxTokens <= 0 { // CompletionRequest.validate_max_tokens_positive
+			a.badRequest(w, &openai.ValidationError{Errors: []openai.FieldError{{Type: "value_error", Loc: []string{"body", "max_tokens"}, Msg: "Value error, max_tokens must be positive", Input: strconv.Itoa(maxTokens), Ctx: "max_tokens must be positive"}}})
+			return
 		}
 	}
 	model := common.Model
@@ -295,8 +322,14 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the %s and %d tokens for the completion. Please reduce the number of tokens in the %s or the completion to fit within the limit.", a.cfg.contextLen, p+maxTokens, p, what, maxTokens, what))
 		return
 	}
-	out := openai.Plan(maxTokens, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS)
-	out.Tokens = min(out.Tokens, a.cfg.contextLen-p)
+	if msg := verifySampling(common.Sampling, common.MinTokens, maxTokens, maxTokens >= 0 || (chat && common.MaxTokensField != "" && common.MaxTokens != 0), nil); msg != "" {
+		writeError(w, http.StatusBadRequest, "BadRequestError", msg)
+		return
+	}
+	out := openai.Plan(a.cfg.maxNewTokens(maxTokens, p), a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS).Stop(openai.StopRules{
+		Strings: common.Stop, TokenIDs: common.StopTokenIDs, Keep: common.NoStopTrim,
+		MinTokens: common.MinTokens, ListOrder: true, IgnoreTokenIDs: common.IgnoreEOS,
+	})
 	if err := a.waitLoaded(r.Context()); err != nil {
 		return
 	}
@@ -304,11 +337,15 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	created := arrival.Unix()
 	s := &seq{prompt: prompt, out: out, stream: common.Stream, arrival: arrival, labels: r.Header.Get(a.cfg.customHdr), counted: true}
 	if common.Stream {
-		includeUsage := a.cfg.includeUse
-		if so := common.StreamOptions; so != nil && so.IncludeUsage != nil {
-			includeUsage = *so.IncludeUsage
+		// should_include_usage (entrypoints/openai/utils.py): the request's
+		// include_usage or the server default; continuous_usage_stats on
+		// its own.
+		includeUsage, continuous := a.cfg.includeUse, false
+		if so := common.StreamOptions; so != nil {
+			includeUsage = includeUsage || (so.IncludeUsage != nil && *so.IncludeUsage)
+			continuous = so.ContinuousUsageStats
 		}
-		a.stream(w, r, chat, s, id, created, model, includeUsage)
+		a.stream(w, r, chat, s, id, created, model, includeUsage, continuous)
 		return
 	}
 	res, err := a.eng.run(r.Context(), s, nil)
@@ -322,10 +359,68 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	u := usage{prompt: p, completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
 	server.RespondJSON(w, http.StatusOK, func(b []byte) []byte {
 		if chat {
-			return appendChatResponse(b, id, created, model, out.Text(), res.finish, u)
+			return appendChatResponse(b, id, created, model, out.Text(), res.finish, matchedStop(out, res.finish), u)
 		}
-		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, u)
+		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, matchedStop(out, res.finish), u)
 	})
+}
+
+// verifySampling is SamplingParams.verify of SGLang 0.5.18
+// (python/sglang/srt/sampling/sampling_params.py), in its order, after
+// __post_init__'s defaults (a temperature below 1e-6 means greedy, top_k 1;
+// top_k -1 means the whole vocabulary). maxSet false is no limit (None). A failure
+// is a ValueError the OpenAI handlers answer 400 BadRequestError and
+// /generate 400 {"error":{"message"}}; "" means the parameters pass.
+func verifySampling(s openai.Sampling, minNew, maxNew int, maxSet bool, intValued map[string]bool) string {
+	// Python prints the value as it holds it: pydantic made the OpenAI
+	// routes' values floats; /generate's dict keeps a JSON integer an int.
+	py := func(name string, v float64) string {
+		if intValued[name] && v == float64(int64(v)) {
+			return strconv.FormatInt(int64(v), 10)
+		}
+		return jsonw.PyRepr(v)
+	}
+	get := func(p *float64, def float64) float64 {
+		if p != nil {
+			return *p
+		}
+		return def
+	}
+	temp, topP, minP := get(s.Temperature, 1), get(s.TopP, 1), get(s.MinP, 0)
+	freq, pres, rep := get(s.FrequencyPenalty, 0), get(s.PresencePenalty, 0), get(s.RepetitionPenalty, 1)
+	topK := -1
+	if s.TopK != nil {
+		topK = *s.TopK
+	}
+	if 0 <= temp && temp < 1e-6 {
+		temp, topK = 1, 1
+	}
+	if topK == -1 {
+		topK = 1 << 30
+	}
+	switch {
+	case temp < 0:
+		return "temperature must be a non-negative finite number, got " + py("temperature", temp) + "."
+	case !(0 < topP && topP <= 1):
+		return "top_p must be in (0, 1], got " + py("top_p", topP) + "."
+	case !(0 <= minP && minP <= 1):
+		return "min_p must be in [0, 1], got " + py("min_p", minP) + "."
+	case topK < 1:
+		return fmt.Sprintf("top_k must be -1 (disable) or at least 1, got %d.", topK)
+	case !(-2 <= freq && freq <= 2):
+		return "frequency_penalty must be in [-2, 2], got " + py("frequency_penalty", freq) + "."
+	case !(-2 <= pres && pres <= 2):
+		return "presence_penalty must be in [-2, 2], got " + py("presence_penalty", pres) + "."
+	case !(0 < rep && rep <= 2):
+		return "repetition_penalty must be in (0, 2] (1.0 = no penalty), got " + py("repetition_penalty", rep) + "."
+	case minNew < 0:
+		return fmt.Sprintf("min_new_tokens must be in [0, max_new_tokens], got %d.", minNew)
+	case maxSet && maxNew < 0:
+		return fmt.Sprintf("max_new_tokens must be at least 0, got %d.", maxNew)
+	case maxNew >= 0 && minNew > maxNew:
+		return fmt.Sprintf("min_new_tokens must be in [0, max_new_tokens(%d)], got %d.", maxNew, minNew)
+	}
+	return ""
 }
 
 func (a *api) badRequest(w http.ResponseWriter, err error) {
@@ -338,15 +433,25 @@ func (a *api) badRequest(w http.ResponseWriter, err error) {
 }
 
 // stream serves serving_chat's / serving_completions' SSE generators.
-func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, includeUsage bool) {
+// stream serves serving_chat's / serving_completions' SSE generators (0.5.18):
+// chat sends a role chunk, a chunk per non-empty text delta (never with a
+// finish_reason), then a separate finish chunk with finish_reason and
+// matched_stop; completions send a chunk per output, the last with the
+// finish_reason. Continuous usage stats put the running usage on the text
+// chunks; include_usage adds a usage chunk before [DONE].
+func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, includeUsage, continuous bool) {
 	ev := server.StartEvents(w)
 	defer ev.Close()
 	sent := 0
 	first := true
+	ms := matchedStop(s.out, s.out.Finish)
+	p := len(s.prompt)
 	emit := func(upto int, res *result) error {
 		if chat && first {
 			first = false
-			if err := ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "assistant", "", false, "") }); err != nil {
+			if err := ev.Send(func(b []byte) []byte {
+				return appendChatChunk(b, id, created, model, "assistant", "", false, "", "", nil)
+			}); err != nil {
 				return err
 			}
 		}
@@ -355,24 +460,27 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			text.WriteString(s.out.TokenText(i))
 		}
 		sent = upto
-		finish := ""
-		if upto == s.out.Tokens && !includeUsage {
-			finish = s.out.Finish
+		var cu *usage
+		if continuous {
+			cu = &usage{prompt: p, completion: upto}
 		}
 		if chat {
 			if text.Len() == 0 {
 				return nil // an empty delta (the end-of-turn token) is not sent
 			}
-			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", text.String(), false, finish) })
+			return ev.Send(func(b []byte) []byte {
+				return appendChatChunk(b, id, created, model, "", text.String(), false, "", "", cu)
+			})
 		}
 		if text.Len() == 0 && upto < s.out.Tokens {
 			return nil
 		}
+		finish := ""
 		if upto == s.out.Tokens {
 			finish = s.out.Finish
 		}
 		return ev.Send(func(b []byte) []byte {
-			return appendCompletionChunk(b, id, created, model, text.String(), false, finish)
+			return appendCompletionChunk(b, id, created, model, text.String(), finish, ms, cu)
 		})
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
@@ -388,7 +496,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 		return
 	}
 	if chat {
-		_ = ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, "", "", true, res.finish) })
+		_ = ev.Send(func(b []byte) []byte {
+			return appendChatChunk(b, id, created, model, "", "", true, res.finish, matchedStop(s.out, res.finish), nil)
+		})
 	}
 	if includeUsage {
 		object := "text_completion"
@@ -396,7 +506,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			object = "chat.completion.chunk"
 		}
 		u := usage{prompt: len(s.prompt), completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
-		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
+		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u, chat) })
 	}
 	_ = ev.Done()
 }
@@ -409,11 +519,40 @@ type generateReq struct {
 	Rid            string   `json:"rid"`
 	LogMetrics     *bool    `json:"log_metrics"`
 	SamplingParams struct {
-		MaxNewTokens *int `json:"max_new_tokens"`
-		MinNewTokens int  `json:"min_new_tokens"`
-		IgnoreEOS    bool `json:"ignore_eos"`
+		MaxNewTokens *int      `json:"max_new_tokens"`
+		MinNewTokens int       `json:"min_new_tokens"`
+		IgnoreEOS    bool      `json:"ignore_eos"`
+		Stop         stopField `json:"stop"`
+		Temperature  *float64  `json:"temperature"`
+		TopP         *float64  `json:"top_p"`
+		TopK         *int      `json:"top_k"`
+		MinP         *float64  `json:"min_p"`
+		Frequency    *float64  `json:"frequency_penalty"`
+		Presence     *float64  `json:"presence_penalty"`
+		Repetition   *float64  `json:"repetition_penalty"`
+		StopTokenIDs []uint32  `json:"stop_token_ids"`
+		NoStopTrim   bool      `json:"no_stop_trim"`
 	} `json:"sampling_params"`
 }
+
+// stopField is SamplingParams.stop: a string or a list of strings.
+type stopField []string
+
+func (s *stopField) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = stopField{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*s = many
+	return nil
+}
+
+func (s stopField) list() []string { return s }
 
 // generate is the native POST /generate.
 func (a *api) generate(w http.ResponseWriter, r *http.Request) {
@@ -447,8 +586,15 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 	if req.SamplingParams.MaxNewTokens != nil {
 		maxNew = *req.SamplingParams.MaxNewTokens
 	}
-	out := openai.Plan(maxNew, a.eng.knobs.OutputTokens, req.SamplingParams.MinNewTokens, req.SamplingParams.IgnoreEOS)
-	out.Tokens = min(out.Tokens, a.cfg.contextLen-len(prompt))
+	sp := req.SamplingParams
+	if msg := verifySampling(openai.Sampling{Temperature: sp.Temperature, TopP: sp.TopP, TopK: sp.TopK, MinP: sp.MinP, FrequencyPenalty: sp.Frequency, PresencePenalty: sp.Presence, RepetitionPenalty: sp.Repetition}, sp.MinNewTokens, maxNew, true, intLiterals(body)); msg != "" {
+		a.generateError(w, msg)
+		return
+	}
+	out := openai.Plan(a.cfg.maxNewTokens(maxNew, len(prompt)), a.eng.knobs.OutputTokens, req.SamplingParams.MinNewTokens, req.SamplingParams.IgnoreEOS).Stop(openai.StopRules{
+		Strings: req.SamplingParams.Stop.list(), TokenIDs: req.SamplingParams.StopTokenIDs, Keep: req.SamplingParams.NoStopTrim,
+		MinTokens: req.SamplingParams.MinNewTokens, ListOrder: true, IgnoreTokenIDs: req.SamplingParams.IgnoreEOS,
+	})
 	if err := a.waitLoaded(r.Context()); err != nil {
 		return
 	}
@@ -483,7 +629,7 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 			b = append(b, "null"...)
 		case res.finish == openai.FinishStop:
 			b = append(b, `{"type":"stop","matched":`...)
-			b = strconv.AppendUint(b, uint64(tokenize.IMEnd), 10)
+			b = append(b, matchedStop(out, res.finish)...)
 			b = append(b, '}')
 		default:
 			b = append(b, `{"type":"length","length":`...)
@@ -520,6 +666,22 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, meta(nil, &res, res.generated, true))
+}
+
+// intLiterals names the sampling_params numbers a /generate body wrote as
+// JSON integers.
+func intLiterals(body []byte) map[string]bool {
+	var raw struct {
+		SP map[string]json.RawMessage `json:"sampling_params"`
+	}
+	_ = json.Unmarshal(body, &raw)
+	out := map[string]bool{}
+	for k, v := range raw.SP {
+		if t := strings.TrimSpace(string(v)); t != "" && !strings.ContainsAny(t, ".eE\"[]{}ntf") {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 func (a *api) generateError(w http.ResponseWriter, msg string) {

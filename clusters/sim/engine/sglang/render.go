@@ -17,96 +17,128 @@ type usage struct {
 	report                     bool // --enable-cache-report
 }
 
-// appendUsage is UsageInfo serialized with nulls.
-func appendUsage(b []byte, u usage) []byte {
+// appendUsage is UsageInfo (0.5.18: prompt_tokens, total_tokens,
+// completion_tokens, prompt_tokens_details, reasoning_tokens); withNull
+// writes an absent prompt_tokens_details as null (model_dump), otherwise it
+// is left out (exclude_none).
+func appendUsage(b []byte, u usage, withNull bool) []byte {
 	b = openai.AppendUsageCounts(b, u.prompt, u.completion)
-	b = append(b, `,"prompt_tokens_details":`...)
-	if u.report && u.cached > 0 {
-		b = append(b, `{"cached_tokens":`...)
+	switch {
+	case u.report && u.cached > 0:
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 		b = jsonw.Int(b, u.cached)
 		b = append(b, '}')
-	} else {
-		b = append(b, "null"...)
+	case withNull:
+		b = append(b, `,"prompt_tokens_details":null`...)
 	}
-	return append(b, '}')
+	return append(b, `,"reasoning_tokens":0}`...)
 }
 
-// appendMatchedStop is what SGLang reports as matched_stop: the end-of-turn
-// token id on a stop, null on length or while unfinished.
-func appendMatchedStop(b []byte, finish string) []byte {
-	if finish == openai.FinishStop {
-		return strconv.AppendUint(b, uint64(tokenize.IMEnd), 10)
+// matchedStop is a choice's matched_stop as JSON: the "matched" of the
+// request's finish reason, which is the stop string (FINISH_MATCHED_STR) or
+// the token id (FINISH_MATCHED_TOKEN: a stop_token_ids entry or the
+// end-of-turn token) that ended it; null on length or while unfinished
+// (python/sglang/srt/managers/schedule_batch.py, serving_chat.py).
+func matchedStop(o openai.Output, finish string) string {
+	switch {
+	case finish != openai.FinishStop:
+		return "null"
+	case o.StopStr != "":
+		return string(jsonw.String(nil, o.StopStr))
+	case o.HasStopToken:
+		return strconv.FormatUint(uint64(o.StopToken), 10)
 	}
-	return append(b, "null"...)
+	return strconv.FormatUint(uint64(tokenize.IMEnd), 10)
 }
 
-func appendChatResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+func appendChatResponse(b []byte, id string, created int64, model, text, finish, matched string, u usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
-	return appendResponseEnd(b, finish, u)
+	return appendResponseEnd(b, finish, matched, u)
 }
 
-func appendCompletionResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+func appendCompletionResponse(b []byte, id string, created int64, model, text, finish, matched string, u usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null`...)
-	return appendResponseEnd(b, finish, u)
+	return appendResponseEnd(b, finish, matched, u)
 }
 
 // appendResponseEnd closes a response's one choice (finish_reason,
-// matched_stop, hidden_states) and adds usage and metadata.
-func appendResponseEnd(b []byte, finish string, u usage) []byte {
+// matched_stop; the choice serializers drop hidden_states and the token-id
+// fields when None) and adds usage and metadata (sglext dropped when None).
+func appendResponseEnd(b []byte, finish, matched string, u usage) []byte {
 	b = append(b, `,"finish_reason":`...)
 	b = jsonw.String(b, finish)
 	b = append(b, `,"matched_stop":`...)
-	b = appendMatchedStop(b, finish)
-	b = append(b, `,"hidden_states":null}],"usage":`...)
-	b = appendUsage(b, u)
+	b = append(b, matched...)
+	b = append(b, `}],"usage":`...)
+	b = appendUsage(b, u, true)
 	return append(b, `,"metadata":{"weight_version":"default"}}`...)
 }
 
-// appendChatChunk writes a chat.completion.chunk (model_dump_json: every
-// field present, nulls included). role != "" makes the role chunk; finish
-// == "" writes finish_reason null; final writes an empty delta.
-func appendChatChunk(b []byte, id string, created int64, model, role, content string, final bool, finish string) []byte {
+// appendChatChunk writes a chat.completion.chunk as sse_utils.build_sse_content
+// encodes it with msgspec: the delta always has reasoning_content (null)
+// first, then role and content only when set; the choice always has
+// logprobs, finish_reason and matched_stop; the chunk has usage only when
+// set (continuous usage stats). role != "" makes the role chunk; final
+// makes the finish chunk (no content).
+func appendChatChunk(b []byte, id string, created int64, model, role, content string, final bool, finish, matched string, cu *usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion.chunk", created, model)
-	b = append(b, `,"choices":[{"index":0,"delta":{"role":`...)
-	b = jsonw.NullOrString(b, role)
-	b = append(b, `,"content":`...)
-	if final {
-		b = append(b, "null"...)
-	} else {
+	b = append(b, `,"choices":[{"index":0,"delta":{"reasoning_content":null`...)
+	if role != "" {
+		b = append(b, `,"role":`...)
+		b = jsonw.String(b, role)
+	}
+	if !final {
+		b = append(b, `,"content":`...)
 		b = jsonw.String(b, content)
 	}
-	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
-	return appendChunkEnd(b, finish)
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	b = jsonw.NullOrString(b, finish)
+	b = append(b, `,"matched_stop":`...)
+	if finish == "" {
+		matched = "null"
+	}
+	b = append(b, matched...)
+	b = append(b, "}]"...)
+	if cu != nil {
+		b = append(b, `,"usage":`...)
+		b = appendUsage(b, *cu, true)
+	}
+	return append(b, '}')
 }
 
-func appendCompletionChunk(b []byte, id string, created int64, model, text string, final bool, finish string) []byte {
+// appendCompletionChunk is CompletionStreamResponse.model_dump_json(): the
+// choice's None token-id fields dropped, usage null unless continuous usage
+// stats set it.
+func appendCompletionChunk(b []byte, id string, created int64, model, text, finish, matched string, cu *usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
-	b = append(b, `,"logprobs":null`...)
-	return appendChunkEnd(b, finish)
-}
-
-// appendChunkEnd closes a chunk's one choice (finish_reason and matched_stop
-// null until it finishes) and adds "usage": null.
-func appendChunkEnd(b []byte, finish string) []byte {
-	b = append(b, `,"finish_reason":`...)
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
 	b = jsonw.NullOrString(b, finish)
 	b = append(b, `,"matched_stop":`...)
-	b = appendMatchedStop(b, finish)
-	return append(b, `}],"usage":null}`...)
+	if finish == "" {
+		matched = "null"
+	}
+	b = append(b, matched...)
+	b = append(b, `}],"usage":`...)
+	if cu != nil {
+		return append(appendUsage(b, *cu, true), '}')
+	}
+	return append(b, "null}"...)
 }
 
-func appendUsageChunk(b []byte, id, object string, created int64, model string, u usage) []byte {
+// appendUsageChunk is the final usage chunk: choices [] and usage. Chat
+// dumps it with its nulls, completions with exclude_none.
+func appendUsageChunk(b []byte, id, object string, created int64, model string, u usage, withNull bool) []byte {
 	b = openai.AppendHead(b, id, object, created, model)
 	b = append(b, `,"choices":[],"usage":`...)
-	b = appendUsage(b, u)
+	b = appendUsage(b, u, withNull)
 	return append(b, '}')
 }
 

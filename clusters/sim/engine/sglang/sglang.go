@@ -7,10 +7,9 @@
 // granularity.
 //
 // Latency and answer length come from the Pod environment (see
-// server.ReadKnobs). Deviation, on purpose: the sim listens at once and
-// answers /health with 503 for the whole start-up (SIM_ENGINE_STARTUP_DELAY
-// plus the warm-up), where a real SGLang refuses connections while it loads
-// weights and answers 503 only during the warm-up.
+// server.ReadKnobs). As launch_server does, it loads the model
+// (SIM_ENGINE_STARTUP_DELAY) before it listens, so connections are refused
+// until then, and answers /health 503 during the warm-up that follows.
 package sglang
 
 import (
@@ -93,14 +92,6 @@ func Main(ctx context.Context, c *proc.Container) int {
 	eng := newEngine(cfg, knobs, m)
 	a := &api{cfg: cfg, eng: eng, m: m, stdout: stdout, loaded: make(chan struct{})}
 
-	addr := net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port))
-	ln, err := c.Listen(addr)
-	if err != nil {
-		lg.always(fmt.Sprintf("ERROR:    [Errno 98] error while attempting to bind on address (%s): address already in use (%v)", addr, err))
-		return 1
-	}
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- server.Run(ctx, ln, c.Faults.Handler(cfg.port, a)) }()
 	stop := make(chan struct{})
 	idleDone := make(chan struct{})
 	go func() { defer close(idleDone); eng.idleLoop(stop) }()
@@ -112,13 +103,23 @@ func Main(ctx context.Context, c *proc.Container) int {
 	lg.tp0("Attention backend not explicitly specified. Use flashinfer backend by default.")
 	lg.tp0("Init torch distributed begin.")
 	lg.tp0("Load weight begin. avail mem=78.50 GB")
+	// launch_server loads the model in its subprocesses before it starts
+	// the HTTP server: until then connections are refused.
 	if !server.LoadModel(ctx, knobs.StartupDelay) {
-		return shutdown(lg, srvDone)
+		return 0
 	}
 	lg.tp0("Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=77.45 GB, mem usage=1.05 GB.")
 	lg.tp0(fmt.Sprintf("KV Cache is allocated. #tokens: %d, K size: 0.75 GB, V size: 0.75 GB", cfg.maxTotal))
 	lg.tp0(fmt.Sprintf("max_total_num_tokens=%d, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=%d, context_len=%d, available_gpu_mem=76.20 GB", cfg.maxTotal, cfg.maxRunning, cfg.contextLen))
 	close(a.loaded)
+	addr := net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port))
+	ln, err := c.Listen(addr)
+	if err != nil {
+		lg.always(fmt.Sprintf("ERROR:    [Errno 98] error while attempting to bind on address (%s): address already in use (%v)", addr, err))
+		return 1
+	}
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- server.Run(ctx, ln, c.Faults.Handler(cfg.port, a)) }()
 	lg.main("INFO:     Started server process [1]")
 	lg.main("INFO:     Waiting for application startup.")
 	lg.main("INFO:     Application startup complete.")

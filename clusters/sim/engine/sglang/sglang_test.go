@@ -310,12 +310,16 @@ func TestSGLangStreamUsageChunkRules(t *testing.T) {
 	if len(plain) != 5 || hasUsage(plain) || plain[4] != "[DONE]" {
 		t.Fatalf("chunks: %v", plain)
 	}
-	for _, want := range []string{`"usage":null`, `"reasoning_content":null`, `"matched_stop":null`} {
-		if !strings.Contains(plain[1], want) {
-			t.Fatalf("content chunk lacks %s: %s", want, plain[1])
-		}
+	// 0.5.18 encodes chat chunks with msgspec (sse_utils.py): the delta
+	// starts with reasoning_content, role and content only when set; no
+	// "usage" key unless set.
+	if !strings.Contains(plain[0], `"delta":{"reasoning_content":null,"role":"assistant","content":""},"logprobs":null,"finish_reason":null,"matched_stop":null}]}`) {
+		t.Fatalf("role chunk %s", plain[0])
 	}
-	if !strings.Contains(plain[3], `"delta":{"role":null,"content":null,"reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":"stop","matched_stop":151645`) {
+	if !strings.HasSuffix(plain[1], `"delta":{"reasoning_content":null,"content":" The"},"logprobs":null,"finish_reason":null,"matched_stop":null}]}`) {
+		t.Fatalf("content chunk %s", plain[1])
+	}
+	if !strings.HasSuffix(plain[3], `"delta":{"reasoning_content":null},"logprobs":null,"finish_reason":"stop","matched_stop":151645}]}`) {
 		t.Fatalf("final chunk %s", plain[3])
 	}
 	if hasUsage(e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"stream_options":{}`))) {
@@ -325,16 +329,60 @@ func TestSGLangStreamUsageChunkRules(t *testing.T) {
 	if !hasUsage(with) || strings.Contains(with[2], `"finish_reason":"length"`) || !strings.Contains(with[3], `"finish_reason":"length"`) {
 		t.Fatalf("include_usage: content chunks must carry finish_reason null: %v", with)
 	}
-	// Without include_usage the last content chunk carries the reason too,
-	// so it appears twice.
-	twice := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"max_tokens":2`))
-	if strings.Count(strings.Join(twice, "\n"), `"finish_reason":"length"`) != 2 {
-		t.Fatalf("length reason not repeated: %v", twice)
+	if !strings.Contains(with[4], `"usage":{"prompt_tokens":`) || !strings.HasSuffix(with[4], `"prompt_tokens_details":null,"reasoning_tokens":0}}`) {
+		t.Fatalf("chat usage chunk %s", with[4])
+	}
+	// Content chunks never carry the reason: it comes once, in the finish
+	// chunk.
+	once := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"max_tokens":2`))
+	if strings.Count(strings.Join(once, "\n"), `"finish_reason":"length"`) != 1 {
+		t.Fatalf("length reason not sent once: %v", once)
+	}
+	// Completions: the last chunk carries the reason; the usage chunk is
+	// dumped with exclude_none.
+	comp := e.Events(t, "/v1/completions", `{"prompt":"hi","stream":true,"max_tokens":2,"stream_options":{"include_usage":true}}`)
+	if len(comp) != 4 || !strings.HasSuffix(comp[1], `"finish_reason":"length","matched_stop":null}],"usage":null}`) || !strings.HasSuffix(comp[2], `"completion_tokens":2,"reasoning_tokens":0}}`) {
+		t.Fatalf("completion stream %v", comp)
 	}
 }
 
+// should_include_usage: a request's include_usage false does not turn off
+// --stream-response-default-include-usage; continuous_usage_stats works on
+// its own.
+func TestSGLangUsageOptions(t *testing.T) {
+	e := start(t, []string{"--stream-response-default-include-usage"}, map[string]string{"SIM_ENGINE_OUTPUT_TOKENS": "3"})
+	ev := e.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"stream_options":{"include_usage":false}`))
+	if !strings.Contains(ev[len(ev)-2], `"choices":[],"usage":{`) {
+		t.Fatalf("server default overridden by include_usage false: %v", ev)
+	}
+	plain := start(t, nil, map[string]string{"SIM_ENGINE_OUTPUT_TOKENS": "3"})
+	ev = plain.Events(t, "/v1/chat/completions", enginetest.ChatBody(model, "hi", `,"stream":true,"stream_options":{"continuous_usage_stats":true}`))
+	// role, 2 content chunks with running usage, finish chunk, [DONE]
+	if len(ev) != 5 || strings.Contains(ev[0], `"usage"`) || !strings.Contains(ev[1], `"completion_tokens":1,"prompt_tokens_details":null,"reasoning_tokens":0}}`) ||
+		!strings.Contains(ev[2], `"completion_tokens":2,`) || strings.Contains(ev[3], `"usage"`) {
+		t.Fatalf("continuous usage: %v", ev)
+	}
+	_, resp := post(t, plain, "/v1/chat/completions", enginetest.ChatBody(model, "hi", ""))
+	u, _ := resp["usage"].(map[string]any)
+	ch := resp["choices"].([]any)[0].(map[string]any)
+	if _, ok := u["reasoning_tokens"]; !ok {
+		t.Fatalf("usage lacks reasoning_tokens: %v", resp)
+	}
+	if _, ok := ch["hidden_states"]; ok {
+		t.Fatalf("choice keeps hidden_states: None is dropped by its serializer: %v", resp)
+	}
+}
+
+// launch_server loads the model before it starts the HTTP server, so the
+// port refuses connections during the load; /health answers 503 during the
+// warm-up that follows (server_status Starting), 200 after.
 func TestStartupDelayHealth(t *testing.T) {
-	e := enginetest.Start(t, Main, []string{"--model-path", model, "--enable-metrics", "--host", "0.0.0.0", "--port", "8000"}, map[string]string{"SIM_ENGINE_STARTUP_DELAY": "300ms"})
+	e := enginetest.Start(t, Main, []string{"--model-path", model, "--enable-metrics", "--host", "0.0.0.0", "--port", "8000"},
+		map[string]string{"SIM_ENGINE_STARTUP_DELAY": "300ms", "SIM_ENGINE_TTFT": "300ms"})
+	time.Sleep(100 * time.Millisecond)
+	if e.Listening() {
+		t.Fatal("listening while the model loads")
+	}
 	deadline := time.Now().Add(2 * time.Second)
 	for !e.Listening() {
 		if time.Now().After(deadline) {
@@ -342,8 +390,12 @@ func TestStartupDelayHealth(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// The warm-up /generate takes a TTFT: /health is 503 meanwhile.
 	if code, _ := e.Get(t, "/health"); code != 503 {
-		t.Fatalf("/health while starting = %d, want 503", code)
+		t.Fatalf("/health during the warm-up = %d, want 503", code)
+	}
+	if code, _ := e.Get(t, "/v1/models"); code != 200 {
+		t.Fatalf("/v1/models during the warm-up = %d, want 200", code)
 	}
 	if err := e.WaitReady(5 * time.Second); err != nil {
 		t.Fatal(err)
@@ -362,9 +414,11 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 		})
 	}
 	type load struct {
-		NumReqs        int `json:"num_reqs"`
-		NumWaitingReqs int `json:"num_waiting_reqs"`
-		NumTokens      int `json:"num_tokens"`
+		NumReqs          int      `json:"num_reqs"`
+		NumWaitingReqs   int      `json:"num_waiting_reqs"`
+		NumTokens        int      `json:"num_tokens"`
+		NumPendingTokens *int     `json:"num_pending_tokens"`
+		TsTic            *float64 `json:"ts_tic"`
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -373,7 +427,10 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 		if err := json.Unmarshal(body, &l); err != nil || len(l) != 1 {
 			t.Fatalf("/get_load %s", body)
 		}
-		if l[0].NumReqs == 4 && l[0].NumWaitingReqs == 2 && l[0].NumTokens > 0 {
+		if l[0].NumPendingTokens == nil || l[0].TsTic == nil || *l[0].NumPendingTokens > l[0].NumTokens {
+			t.Fatalf("/get_load lacks 0.5.18's num_pending_tokens / ts_tic: %s", body)
+		}
+		if l[0].NumReqs == 4 && l[0].NumWaitingReqs == 2 && l[0].NumTokens > 0 && *l[0].NumPendingTokens > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -383,7 +440,7 @@ func TestRunningWaitingGaugesMoveWithLoad(t *testing.T) {
 	}
 	wg.Wait()
 	_, body := e.Get(t, "/get_load")
-	if !strings.Contains(string(body), `"num_reqs":0,"num_waiting_reqs":0,"num_tokens":0`) {
+	if !strings.Contains(string(body), `"num_reqs":0,"num_waiting_reqs":0,"num_tokens":0,"num_pending_tokens":0,"ts_tic":`) {
 		t.Fatalf("/get_load after the load: %s", body)
 	}
 }

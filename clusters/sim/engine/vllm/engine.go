@@ -40,7 +40,7 @@ type seq struct {
 	salt      string
 	skipCache bool // prompt_logprobs requests bypass the prefix cache
 	out       openai.Output
-	maxTokens int // the request's max_tokens, -1 if unset
+	maxTokens int // SamplingParams.max_tokens: the request's, capped by the context window
 	arrival   time.Time
 }
 

@@ -34,50 +34,67 @@ const maxBody = 64 << 20
 // Routes excluded from the HTTP instrumentator's metrics.
 var excluded = map[string]bool{"/metrics": true, "/health": true, "/load": true, "/ping": true, "/version": true, "/server_info": true}
 
-// routes maps path to the methods it answers.
-var routes = map[string][]string{
-	"/health":              {"GET"},
-	"/metrics":             {"GET"},
-	"/v1/models":           {"GET"},
-	"/v1/chat/completions": {"POST"},
-	"/v1/completions":      {"POST"},
-	"/version":             {"GET"},
-	"/ping":                {"GET", "POST"},
-	"/load":                {"GET"},
-	"/tokenize":            {"POST"},
-	// The render API (vllm/entrypoints/serve/render/api_router.py), attached
-	// for every generate model: the prompt's token ids without generating.
-	// llm-d's token-producer calls it (docs/llmd.md#scorers).
-	renderChatPath:       {"POST"},
-	renderCompletionPath: {"POST"},
-}
-
 // Render routes.
 const (
 	renderChatPath       = "/v1/chat/completions/render"
 	renderCompletionPath = "/v1/completions/render"
 )
 
-// routeOrder is the start-up log's route listing.
-var routeOrder = []string{"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-	"/version", "/ping", "/load", "/tokenize", renderChatPath, renderCompletionPath}
+// handlers serve the table's served routes, keyed by the route's path.
+var handlers = map[string]func(a *api, w http.ResponseWriter, r *http.Request){
+	"/health":  func(a *api, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) },
+	"/ping":    func(a *api, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) },
+	"/metrics": func(a *api, w http.ResponseWriter, r *http.Request) { promtext.Serve(w, a.m.reg, a.m.style) },
+	"/version": func(a *api, w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
+	},
+	"/load":                func(a *api, w http.ResponseWriter, r *http.Request) { a.serverLoad(w) },
+	"/v1/models":           func(a *api, w http.ResponseWriter, r *http.Request) { a.models(w) },
+	"/tokenize":            func(a *api, w http.ResponseWriter, r *http.Request) { a.tokenizeHandler(w, r) },
+	renderChatPath:         func(a *api, w http.ResponseWriter, r *http.Request) { a.render(w, r, true) },
+	renderCompletionPath:   func(a *api, w http.ResponseWriter, r *http.Request) { a.render(w, r, false) },
+	"/v1/chat/completions": func(a *api, w http.ResponseWriter, r *http.Request) { a.tracked(w, r, true) },
+	"/v1/completions":      func(a *api, w http.ResponseWriter, r *http.Request) { a.tracked(w, r, false) },
+}
+
+// routeOrder is the start-up log's route listing: the served routes with
+// methods, in the table's order.
+func routeOrder() [][2]string {
+	var out [][2]string
+	for _, r := range Routes.Routes {
+		if r.Served && !r.Mount {
+			out = append(out, [2]string{r.Path, strings.Join(r.Methods, ", ")})
+		}
+	}
+	return out
+}
+
+// guarded are the path prefixes --api-key guards
+// (serve/middleware/authenticate.py GUARDED_PREFIX).
+var guarded = []string{"/v1", "/v2", "/inference", "/cohere"}
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &server.Recorder{ResponseWriter: w}
 	path := r.URL.Path
-	methods, known := routes[path]
-	handler := path
-	if !known {
-		handler = "none"
+	m := Routes.Find(r.Method, path)
+	handler := "none"
+	if m.Route != nil {
+		handler = m.Route.Path
 	}
 	switch {
-	case !known:
-		server.NotFound(rec)
-	case !slices.Contains(methods, r.Method):
-		server.MethodNotAllowed(rec, methods)
-	case len(a.cfg.apiKeys) > 0 && strings.HasPrefix(path, "/v1") && !a.authorized(r):
+	// The authentication middleware runs before routing: a guarded path
+	// without the key is 401 whether or not a route serves it.
+	case len(a.cfg.apiKeys) > 0 && r.Method != http.MethodOptions && hasGuardedPrefix(path) && !a.authorized(r):
 		server.Unauthorized(rec)
+	case m.Route == nil:
+		server.NotFound(rec)
+	case !m.MethodOK:
+		server.MethodNotAllowed(rec, m.Route.Allow())
+	case !m.Route.Served && !m.Route.Default():
+		server.NotFound(rec) // registered only under a condition a default launch lacks
+	case !m.Route.Served:
+		writeError(rec, http.StatusNotImplemented, "NotImplementedError", "The simulated vLLM does not emulate "+m.Route.Path+" (see docs/engines.md#vllm-routes).", "")
 	default:
 		if a.cfg.requestIDHeaders {
 			id := r.Header.Get("X-Request-Id")
@@ -86,7 +103,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			rec.Header().Set("X-Request-Id", id)
 		}
-		a.route(rec, r, path)
+		handlers[m.Route.Path](a, rec, r)
 	}
 	status := rec.Code()
 	if !excluded[handler] {
@@ -102,43 +119,37 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func statusGroup(code int) string { return strconv.Itoa(code/100) + "xx" }
-
-func (a *api) authorized(r *http.Request) bool {
-	got := r.Header.Get("Authorization")
-	for _, k := range a.cfg.apiKeys {
-		if got == "Bearer "+k {
+func hasGuardedPrefix(path string) bool {
+	for _, p := range guarded {
+		if strings.HasPrefix(path, p) {
 			return true
 		}
 	}
 	return false
 }
 
-func (a *api) route(w http.ResponseWriter, r *http.Request, path string) {
-	switch path {
-	case "/health":
-		w.WriteHeader(http.StatusOK)
-	case "/ping":
-		w.WriteHeader(http.StatusOK)
-	case "/metrics":
-		promtext.Serve(w, a.m.reg, a.m.style)
-	case "/version":
-		server.WriteJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
-	case "/load":
-		server.WriteJSON(w, http.StatusOK, []byte(`{"server_load":`+strconv.FormatInt(a.load.Load(), 10)+`}`))
-	case "/v1/models":
-		a.models(w)
-	case "/tokenize":
-		a.tokenizeHandler(w, r)
-	case renderChatPath, renderCompletionPath:
-		a.render(w, r, path == renderChatPath)
-	case "/v1/chat/completions", "/v1/completions":
-		if a.cfg.serverLoadTracking {
-			a.load.Add(1)
-			defer a.load.Add(-1)
-		}
-		a.generate(w, r, path == "/v1/chat/completions")
+func statusGroup(code int) string { return strconv.Itoa(code/100) + "xx" }
+
+func (a *api) authorized(r *http.Request) bool {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "bearer") {
+		return false
 	}
+	return slices.Contains(a.cfg.apiKeys, token)
+}
+
+// tracked is a generation route, counted in /load's server_load with
+// --enable-server-load-tracking.
+func (a *api) tracked(w http.ResponseWriter, r *http.Request, chat bool) {
+	if a.cfg.serverLoadTracking {
+		a.load.Add(1)
+		defer a.load.Add(-1)
+	}
+	a.generate(w, r, chat)
+}
+
+func (a *api) serverLoad(w http.ResponseWriter) {
+	server.WriteJSON(w, http.StatusOK, []byte(`{"server_load":`+strconv.FormatInt(a.load.Load(), 10)+`}`))
 }
 
 func (a *api) models(w http.ResponseWriter) {
@@ -183,6 +194,10 @@ func (a *api) tokenizeHandler(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 		return
 	}
+	// create_tokenize checks the model first (serve/tokenize/serving.py).
+	if _, ok := a.servedModel(w, req.Model); !ok {
+		return
+	}
 	ids := req.Prompt
 	b := []byte(`{"count":`)
 	b = jsonw.Int(b, len(ids))
@@ -211,11 +226,6 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	*pp = req.Prompt
 	common, prompt := &req.Common, req.Prompt
-	what := "messages"
-	if !chat {
-		what = "prompt"
-	}
-
 	if common.StreamOptions != nil && !common.Stream {
 		msg, _ := validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"body"}, Msg: "Value error, Stream options can only be defined when `stream=True`.", Input: "<dict>", Ctx: "Stream options can only be defined when `stream=True`."}})
 		writeError(w, http.StatusBadRequest, "Bad Request", msg, "body")
@@ -225,27 +235,35 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if !ok {
 		return
 	}
-	if common.N != 1 {
+	if common.N > 1 {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d: the simulated engine generates one choice per request (n=1)", common.N), "n")
 		return
 	}
+	if !chat && common.MaxTokensField == "" {
+		// CompletionRequest.max_tokens defaults to 16, null included
+		// (normalize_null_max_tokens).
+		common.MaxTokens, common.MaxTokensField = 16, "max_tokens"
+	}
 	p := len(prompt)
-	if p >= a.cfg.maxModelLen {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input %s.", a.cfg.maxModelLen, p, what), "")
+	if msg, param, bad := a.checkLength(common, p, req.TokenPrompt); bad {
+		writeError(w, http.StatusBadRequest, "BadRequestError", msg, param)
 		return
 	}
-	if common.MaxTokens == 0 || common.MaxTokens < -1 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", common.MaxTokens), "max_tokens")
+	// get_max_tokens: what the context window leaves, or less if the request
+	// asks for less. Without max_tokens, ignore_eos runs to it and ends in
+	// "length".
+	limit := a.cfg.maxModelLen - p
+	if common.MaxTokensField != "" {
+		limit = min(limit, common.MaxTokens)
+	}
+	if msg, param, bad := checkSampling(common, limit); bad {
+		writeError(w, http.StatusBadRequest, "BadRequestError", msg, param)
 		return
 	}
-	if common.MaxTokens > a.cfg.maxModelLen-p {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", common.MaxTokens, a.cfg.maxModelLen, p, common.MaxTokens, a.cfg.maxModelLen, p), "max_tokens")
-		return
-	}
-	out := openai.Plan(common.MaxTokens, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS)
-	if out.Tokens > a.cfg.maxModelLen-p {
-		out = openai.Output{Tokens: a.cfg.maxModelLen - p, Finish: openai.FinishLength}
-	}
+	out := openai.Plan(limit, a.eng.knobs.OutputTokens, common.MinTokens, common.IgnoreEOS).Stop(openai.StopRules{
+		Strings: common.Stop, TokenIDs: common.StopTokenIDs, Keep: common.IncludeStopStr,
+		MinTokens: common.MinTokens, TokensFirst: true,
+	})
 
 	base := r.Header.Get("X-Request-Id")
 	if base == "" {
@@ -258,7 +276,7 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if chat {
 		id = "chatcmpl-" + base
 	}
-	s := &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: common.MaxTokens, arrival: arrival}
+	s := &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: limit, arrival: arrival}
 	created := arrival.Unix()
 	if common.Stream {
 		a.stream(w, r, chat, s, id, created, model, common)
@@ -280,10 +298,79 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	server.RespondJSON(w, http.StatusOK, func(b []byte) []byte {
 		if chat {
-			return appendChatResponse(b, id, created, model, out.Text(), res.finish, u)
+			return appendChatResponse(b, id, created, model, out.Text(), res.finish, stopReason(out, res.finish), u)
 		}
-		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, u)
+		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, stopReason(out, res.finish), u)
 	})
+}
+
+// checkLength is the renderer's TokenizeParams checks (vLLM 0.29.0
+// vllm/renderers/params.py): the requested output alone may not exceed
+// max_model_len, and the prompt may not exceed what the output leaves. A
+// prompt the server tokenizes is cut at max_input_tokens+1 tokens first, so
+// its count is reported as "at least" that.
+func (a *api) checkLength(c *openai.Common, p int, tokenPrompt bool) (msg, param string, bad bool) {
+	total := a.cfg.maxModelLen
+	out, field := 0, "max_tokens"
+	if c.MaxTokensField != "" {
+		out, field = c.MaxTokens, c.MaxTokensField
+	}
+	if out > total {
+		return fmt.Sprintf("%s=%d cannot be greater than max_model_len=max_total_tokens=%d. Please request fewer output tokens. (parameter=%s, value=%d)", field, out, total, field, out), field, true
+	}
+	maxInput := total - out
+	if p <= maxInput {
+		return "", "", false
+	}
+	count, qualifier := p, ""
+	if !tokenPrompt {
+		count = min(p, maxInput+1)
+	}
+	if count == maxInput+1 {
+		qualifier = "at least "
+	}
+	return fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains %s%d input tokens, for a total of %s%d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)",
+		total, out, qualifier, count, qualifier, count+out, count), "input_tokens", true
+}
+
+// checkSampling is SamplingParams._verify_args of vLLM 0.29.0
+// (vllm/sampling_params.py), in its order, for the parameters the sim reads;
+// maxTokens is the limit get_max_tokens computed. Errors that carry a
+// parameter print it and the value after the message (VLLMValidationError's
+// str) and set the body's param.
+func checkSampling(c *openai.Common, maxTokens int) (msg, param string, bad bool) {
+	s := c.Sampling
+	py := jsonw.PyRepr
+	with := func(m, name, value string) (string, string, bool) {
+		return m + " (parameter=" + name + ", value=" + value + ")", name, true
+	}
+	switch {
+	case c.N < 1:
+		return fmt.Sprintf("n must be at least 1, got %d.", c.N), "", true
+	case s.PresencePenalty != nil && !(-2 <= *s.PresencePenalty && *s.PresencePenalty <= 2):
+		return "presence_penalty must be in [-2, 2], got " + py(*s.PresencePenalty) + ".", "", true
+	case s.FrequencyPenalty != nil && !(-2 <= *s.FrequencyPenalty && *s.FrequencyPenalty <= 2):
+		return "frequency_penalty must be in [-2, 2], got " + py(*s.FrequencyPenalty) + ".", "", true
+	case s.RepetitionPenalty != nil && *s.RepetitionPenalty <= 0:
+		return "repetition_penalty must be greater than zero, got " + py(*s.RepetitionPenalty) + ".", "", true
+	case s.Temperature != nil && *s.Temperature < 0:
+		return with("temperature must be non-negative, got "+py(*s.Temperature)+".", "temperature", py(*s.Temperature))
+	case s.Temperature != nil && *s.Temperature > 2:
+		return with("temperature must be in [0, 2], got "+py(*s.Temperature)+".", "temperature", py(*s.Temperature))
+	case s.TopP != nil && !(0 < *s.TopP && *s.TopP <= 1):
+		return with("top_p must be in (0, 1], got "+py(*s.TopP)+".", "top_p", py(*s.TopP))
+	case s.TopK != nil && *s.TopK < -1:
+		return fmt.Sprintf("top_k must be 0 (disable), or at least 1, got %d.", *s.TopK), "", true
+	case s.MinP != nil && !(0 <= *s.MinP && *s.MinP <= 1):
+		return "min_p must be in [0, 1], got " + py(*s.MinP) + ".", "", true
+	case maxTokens < 1:
+		return with(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTokens), "max_tokens", strconv.Itoa(maxTokens))
+	case c.MinTokens < 0:
+		return fmt.Sprintf("min_tokens must be greater than or equal to 0, got %d.", c.MinTokens), "", true
+	case c.MinTokens > maxTokens:
+		return fmt.Sprintf("min_tokens must be less than or equal to max_tokens=%d, got %d.", maxTokens, c.MinTokens), "", true
+	}
+	return "", "", false
 }
 
 func (a *api) badRequest(w http.ResponseWriter, err error) {
@@ -313,13 +400,13 @@ func (a *api) orcaHeader(format string) string {
 // stream serves an SSE response: role chunk, content chunks paced by ITL, a
 // final chunk with finish_reason, the usage chunk when asked for, [DONE].
 func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, common *openai.Common) {
-	includeUsage := a.cfg.forceIncludeUsage
-	continuous := false
-	if so := common.StreamOptions; so != nil {
-		// vLLM's StreamOptions.include_usage defaults to true once the
-		// object is sent.
-		includeUsage = includeUsage || so.IncludeUsage == nil || *so.IncludeUsage
-		continuous = so.ContinuousUsageStats && includeUsage
+	// should_include_usage (serve/utils/api_utils.py): StreamOptions'
+	// include_usage and continuous_usage_stats default to false;
+	// --enable-force-include-usage turns both on.
+	includeUsage, continuous := a.cfg.forceIncludeUsage, a.cfg.forceIncludeUsage
+	if so := common.StreamOptions; so != nil && !includeUsage {
+		includeUsage = so.IncludeUsage != nil && *so.IncludeUsage
+		continuous = includeUsage && so.ContinuousUsageStats
 	}
 	ev := server.StartEvents(w)
 	defer ev.Close()
@@ -328,6 +415,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 	if chat {
 		object = "chat.completion.chunk"
 	}
+	sr := stopReason(s.out, s.out.Finish)
 	emit := func(i int, res *result) error {
 		var cu *usage
 		if continuous {
@@ -346,7 +434,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 					if continuous {
 						ru = &usage{prompt: p}
 					}
-					return appendChatChunk(b, id, created, model, chunkRole, "", "", ru)
+					return appendChatChunk(b, id, created, model, chunkRole, "", "", "", ru)
 				}); err != nil {
 					return err
 				}
@@ -355,9 +443,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 			if last {
 				kind = chunkFinal
 			}
-			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, kind, text, finish, cu) })
+			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, kind, text, finish, sr, cu) })
 		}
-		return ev.Send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, text, finish, cu) })
+		return ev.Send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, text, finish, sr, cu) })
 	}
 	res, err := a.eng.run(r.Context(), s, emit)
 	if err != nil {
@@ -437,7 +525,8 @@ func (a *api) servedModel(w http.ResponseWriter, name string) (string, bool) {
 		return a.cfg.servedName(), true
 	}
 	if !slices.Contains(a.cfg.servedNames, name) {
-		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name), "")
+		// OpenAIServing._check_model (serve/engine/serving.py) sets param.
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name), "model")
 		return "", false
 	}
 	return name, true

@@ -3,6 +3,7 @@ package vllm
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -33,11 +34,14 @@ func mooncakeProducer(kvTransferConfig string) bool {
 }
 
 // serveMooncakeBootstrap runs the MooncakeBootstrapServer on
-// VLLM_MOONCAKE_BOOTSTRAP_PORT until ctx ends: GET /query answers the
-// engine id per data-parallel rank, {"0": {"engine_id": ...}}, which is all
-// a decoder's proxy reads from it (llm-d/llm-d-router@71f4f099:
-// pkg/sidecar/proxy/connector_mooncake.go getMooncakeEngineMap). No KV
-// moves: the sim's decode engine computes the whole request itself.
+// VLLM_MOONCAKE_BOOTSTRAP_PORT until ctx ends: GET /query answers, per
+// data-parallel rank, the engine id and the workers' side-channel addresses,
+// {"0": {"engine_id": ..., "worker_addr": {"0": {"0": "tcp://ip:port"}}}}
+// (vLLM 0.29.0 mooncake_utils.py MooncakeBootstrapServer.query). A
+// decoder's proxy reads the engine id (llm-d/llm-d-router@71f4f099:
+// pkg/sidecar/proxy/connector_mooncake.go getMooncakeEngineMap); a real
+// decode engine reads worker_addr. No KV moves: the sim's decode engine
+// computes the whole request itself.
 func serveMooncakeBootstrap(ctx context.Context, c *proc.Container) error {
 	port := DefaultMooncakeBootstrapPort
 	if p, err := strconv.Atoi(c.Env["VLLM_MOONCAKE_BOOTSTRAP_PORT"]); err == nil {
@@ -48,10 +52,18 @@ func serveMooncakeBootstrap(ctx context.Context, c *proc.Container) error {
 		return err
 	}
 	engineID := uuid.NewString()
+	// The worker registers its ZMQ side channel, bound to a random port
+	// (zmq's bind_to_random_port range); nothing listens there in the sim.
+	workerAddr := "tcp://" + net.JoinHostPort(c.Pod.IP, strconv.Itoa(49152+rand.IntN(65536-49152)))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /query", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]map[string]any{"0": {"engine_id": engineID}})
+		// dict[int, EngineEntry]: engine_id and worker_addr
+		// {tp_rank: {pp_rank: addr}} per data-parallel rank.
+		_ = json.NewEncoder(w).Encode(map[string]map[string]any{"0": {
+			"engine_id":   engineID,
+			"worker_addr": map[string]map[string]string{"0": {"0": workerAddr}},
+		}})
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()

@@ -18,9 +18,10 @@ type usage struct {
 }
 
 // appendUsage writes {"prompt_tokens","total_tokens","completion_tokens"[,
-// "prompt_tokens_details"]}. withNull writes prompt_tokens_details: null when
-// absent (model_dump of a full response); stream usage chunks are dumped
-// with exclude_none and omit it.
+// "prompt_tokens_details"]}. withNull writes the unset details as null, as
+// model_dump of a full response does (prompt_tokens_details,
+// completion_tokens_details); the final stream usage chunk is dumped with
+// exclude_none and omits them.
 func appendUsage(b []byte, u usage, withNull bool) []byte {
 	b = openai.AppendUsageCounts(b, u.prompt, u.completion)
 	switch {
@@ -31,32 +32,39 @@ func appendUsage(b []byte, u usage, withNull bool) []byte {
 	case withNull:
 		b = append(b, `,"prompt_tokens_details":null`...)
 	}
+	if withNull {
+		b = append(b, `,"completion_tokens_details":null`...)
+	}
 	return append(b, '}')
 }
 
 // appendChatResponse is a non-streaming chat.completion (model_dump: nulls
 // present).
-func appendChatResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+func appendChatResponse(b []byte, id string, created int64, model, text, finish, stopReason string, u usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,"finish_reason":`...)
 	b = jsonw.String(b, finish)
-	b = append(b, `,"stop_reason":null,"token_ids":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	b = append(b, `,"stop_reason":`...)
+	b = append(b, stopReason...)
+	b = append(b, `,"token_ids":null,"routed_experts":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, u, true)
-	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}`...)
+	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"prompt_text":null,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`...)
 }
 
 // appendCompletionResponse is a non-streaming text_completion.
-func appendCompletionResponse(b []byte, id string, created int64, model, text, finish string, u usage) []byte {
+func appendCompletionResponse(b []byte, id string, created int64, model, text, finish, stopReason string, u usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[{"index":0,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
 	b = jsonw.String(b, finish)
-	b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	b = append(b, `,"stop_reason":`...)
+	b = append(b, stopReason...)
+	b = append(b, `,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null,"routed_experts":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, u, true)
-	return append(b, `,"kv_transfer_params":null}`...)
+	return append(b, `,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`...)
 }
 
 // chunk is one SSE event of a stream; its JSON is built by the append*Chunk
@@ -71,7 +79,7 @@ const (
 
 // appendChatChunk writes a chat.completion.chunk with one choice.
 // continuous is the running usage for stream_options.continuous_usage_stats.
-func appendChatChunk(b []byte, id string, created int64, model string, kind chunkKind, text, finish string, continuous *usage) []byte {
+func appendChatChunk(b []byte, id string, created int64, model string, kind chunkKind, text, finish, stopReason string, continuous *usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion.chunk", created, model)
 	b = append(b, `,"choices":[{"index":0,"delta":{`...)
 	switch kind {
@@ -82,13 +90,43 @@ func appendChatChunk(b []byte, id string, created int64, model string, kind chun
 		b = jsonw.String(b, text)
 	}
 	b = append(b, `},"logprobs":null,"finish_reason":`...)
-	if kind == chunkFinal {
+	switch kind {
+	case chunkFinal:
 		b = jsonw.String(b, finish)
-		b = append(b, `,"stop_reason":null`...)
-	} else {
+		b = append(b, `,"stop_reason":`...)
+		b = append(b, stopReason...)
+		b = append(b, `,"token_ids":null`...)
+	case chunkContent:
+		b = append(b, `null,"token_ids":null`...)
+	default:
 		b = append(b, "null"...)
 	}
 	b = append(b, "}]"...)
+	if continuous != nil {
+		// Set explicitly, so kept by exclude_unset: completion_tokens_details
+		// is null without a reasoning parser.
+		b = append(b, `,"usage":`...)
+		b = openai.AppendUsageCounts(b, continuous.prompt, continuous.completion)
+		b = append(b, `,"completion_tokens_details":null}`...)
+	}
+	return append(b, '}')
+}
+
+// appendCompletionChunk writes a text_completion stream chunk, dumped with
+// exclude_unset: every choice field is passed, usage only with continuous
+// usage stats (completion/serving.py completion_stream_generator).
+func appendCompletionChunk(b []byte, id string, created int64, model, text, finish, stopReason string, continuous *usage) []byte {
+	b = openai.AppendHead(b, id, "text_completion", created, model)
+	b = append(b, `,"choices":[{"index":0,"text":`...)
+	b = jsonw.String(b, text)
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = jsonw.NullOrString(b, finish)
+	b = append(b, `,"stop_reason":`...)
+	if finish == "" {
+		stopReason = "null"
+	}
+	b = append(b, stopReason...)
+	b = append(b, `,"prompt_token_ids":null,"token_ids":null}]`...)
 	if continuous != nil {
 		b = append(b, `,"usage":`...)
 		b = appendUsage(b, *continuous, false)
@@ -96,21 +134,20 @@ func appendChatChunk(b []byte, id string, created int64, model string, kind chun
 	return append(b, '}')
 }
 
-// appendCompletionChunk writes a text_completion stream chunk (vLLM dumps
-// these without exclude_unset, so every field is present).
-func appendCompletionChunk(b []byte, id string, created int64, model, text, finish string, continuous *usage) []byte {
-	b = openai.AppendHead(b, id, "text_completion", created, model)
-	b = append(b, `,"choices":[{"index":0,"text":`...)
-	b = jsonw.String(b, text)
-	b = append(b, `,"logprobs":null,"finish_reason":`...)
-	b = jsonw.NullOrString(b, finish)
-	b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_token_ids":null}],"usage":`...)
-	if continuous != nil {
-		b = appendUsage(b, *continuous, false)
-	} else {
-		b = append(b, "null"...)
+// stopReason is a choice's stop_reason as JSON: the stop string or stop
+// token id that ended the output, null when the end-of-sequence token or the
+// length limit did (vllm/v1/core/sched/utils.py check_stop,
+// vllm/v1/engine/output_processor.py).
+func stopReason(o openai.Output, finish string) string {
+	switch {
+	case finish != openai.FinishStop:
+		return "null"
+	case o.StopStr != "":
+		return string(jsonw.String(nil, o.StopStr))
+	case o.HasStopToken:
+		return strconv.FormatUint(uint64(o.StopToken), 10)
 	}
-	return append(b, '}')
+	return "null"
 }
 
 // appendUsageChunk is the final stream chunk with choices [] and usage.

@@ -149,8 +149,8 @@ func run(ctx context.Context, c *proc.Container, deps Deps) int {
 	}
 	lg.log(apiPrefix, "INFO", "api_server.py:1971", "Starting vLLM API server 0 on http://"+net.JoinHostPort(shown, strconv.Itoa(cfg.port)))
 	lg.log(apiPrefix, "INFO", "launcher.py:36", "Available routes are:")
-	for _, r := range routeOrder {
-		lg.log(apiPrefix, "INFO", "launcher.py:44", "Route: "+r+", Methods: "+strings.Join(routes[r], ", "))
+	for _, r := range routeOrder() {
+		lg.log(apiPrefix, "INFO", "launcher.py:44", "Route: "+r[0]+", Methods: "+r[1])
 	}
 	uv.info("Started server process [1]")
 	uv.info("Waiting for application startup.")

@@ -358,7 +358,7 @@ func TestVLLMUnknownModel404Shape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "{\"error\":{\"message\":\"The model `gpt-4` does not exist.\",\"type\":\"NotFoundError\",\"param\":null,\"code\":404}}"
+	want := "{\"error\":{\"message\":\"The model `gpt-4` does not exist.\",\"type\":\"NotFoundError\",\"param\":\"model\",\"code\":404}}"
 	if code != 404 || string(b) != want {
 		t.Fatalf("got %d %s\nwant 404 %s", code, b, want)
 	}
@@ -384,7 +384,7 @@ func TestVLLMValidationErrorsAreNested400s(t *testing.T) {
 	code, _, resp = post(t, e, "/v1/chat/completions", `{"model":`)
 	check("broken JSON", code, resp, "Bad Request", "body.9", "json_invalid")
 	code, _, resp = post(t, e, "/v1/chat/completions", chatBody("hi", `,"max_tokens":40000`))
-	check("max_tokens too large", code, resp, "BadRequestError", "max_tokens", "'max_tokens' or 'max_completion_tokens' is too large: 40000")
+	check("max_tokens too large", code, resp, "BadRequestError", "max_tokens", "max_tokens=40000 cannot be greater than max_model_len=max_total_tokens=32768. Please request fewer output tokens. (parameter=max_tokens, value=40000)")
 	code, _, resp = post(t, e, "/v1/chat/completions", chatBody("hi", `,"stream_options":{"include_usage":true}`))
 	check("stream_options without stream", code, resp, "Bad Request", "body", "Stream options can only be defined when `stream=True`.")
 
@@ -483,18 +483,23 @@ func TestStreamUsageChunkRules(t *testing.T) {
 		!strings.Contains(plain[3], `"finish_reason":"stop","stop_reason":null`) || strings.Contains(plain[1], `"usage"`) {
 		t.Fatalf("chunks: %v", plain)
 	}
-	withEmpty := e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{}`))
-	if !hasUsageChunk(withEmpty) || withEmpty[len(withEmpty)-1] != "[DONE]" {
-		t.Fatalf("stream_options {} must default include_usage to true: %v", withEmpty)
+	// vLLM 0.29.0: StreamOptions.include_usage defaults to false, so an
+	// empty stream_options adds nothing (should_include_usage).
+	if withEmpty := e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{}`)); hasUsageChunk(withEmpty) {
+		t.Fatalf("stream_options {} sent a usage chunk: %v", withEmpty)
+	}
+	withUsage := e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{"include_usage":true}`))
+	if !hasUsageChunk(withUsage) || withUsage[len(withUsage)-1] != "[DONE]" {
+		t.Fatalf("include_usage true: %v", withUsage)
 	}
 	var u struct {
 		Usage struct{ PromptTokens, CompletionTokens, TotalTokens int } `json:"usage"`
 	}
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(strings.ReplaceAll(withEmpty[len(withEmpty)-2], "prompt_tokens", "PromptTokens"), "completion_tokens", "CompletionTokens")), &u); err != nil {
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(strings.ReplaceAll(withUsage[len(withUsage)-2], "prompt_tokens", "PromptTokens"), "completion_tokens", "CompletionTokens")), &u); err != nil {
 		t.Fatal(err)
 	}
 	if u.Usage.CompletionTokens != 3 || u.Usage.PromptTokens == 0 {
-		t.Fatalf("usage chunk %s", withEmpty[len(withEmpty)-2])
+		t.Fatalf("usage chunk %s", withUsage[len(withUsage)-2])
 	}
 	off := e.Events(t, "/v1/chat/completions", chatBody("hi", `,"stream":true,"stream_options":{"include_usage":false}`))
 	if hasUsageChunk(off) {
@@ -503,6 +508,10 @@ func TestStreamUsageChunkRules(t *testing.T) {
 	comp := e.Events(t, "/v1/completions", `{"prompt":"hi","stream":true,"max_tokens":2,"stream_options":{"include_usage":true}}`)
 	if len(comp) != 4 || !strings.Contains(comp[0], `"object":"text_completion"`) || !strings.Contains(comp[1], `"finish_reason":"length"`) || !hasUsageChunk(comp) {
 		t.Fatalf("completion stream: %v", comp)
+	}
+	// Completion chunks are dumped with exclude_unset: no "usage": null.
+	if !strings.HasSuffix(comp[0], `"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}`) {
+		t.Fatalf("completion chunk shape: %s", comp[0])
 	}
 }
 
@@ -710,6 +719,11 @@ func TestMooncakeProducerServesTheBootstrapQuery(t *testing.T) {
 	}
 	if id, _ := q["0"]["engine_id"].(string); id == "" {
 		t.Fatalf("query %v", q)
+	}
+	wa, _ := q["0"]["worker_addr"].(map[string]any)
+	tp0, _ := wa["0"].(map[string]any)
+	if addr, _ := tp0["0"].(string); !strings.HasPrefix(addr, "tcp://") {
+		t.Fatalf("query lacks worker_addr {tp: {pp: tcp://...}}: %v", q)
 	}
 	consumer := start(t, []string{"--kv-transfer-config", `{"kv_connector":"MooncakeConnector","kv_role":"kv_consumer"}`}, nil)
 	if consumer.Addr(DefaultMooncakeBootstrapPort) != "" {

@@ -52,8 +52,29 @@ func TestDecodeErrorsAreReportedAsPydanticWould(t *testing.T) {
 		t.Fatalf("non-object: %+v", fe)
 	}
 	_, err = DecodeChat([]byte(`{"messages":[],"max_tokens":"x"}`))
-	if fe := fieldErr(t, err); fe.Type != "int_type" || strings.Join(fe.Loc, ".") != "body.max_tokens" {
+	if fe := fieldErr(t, err); fe.Type != "int_parsing" || strings.Join(fe.Loc, ".") != "body.max_tokens" {
+		t.Fatalf("bad int string: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"max_tokens":[1]}`))
+	if fe := fieldErr(t, err); fe.Type != "int_type" {
 		t.Fatalf("bad int: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"n":1.5}`))
+	if fe := fieldErr(t, err); fe.Type != "int_from_float" {
+		t.Fatalf("fractional int: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"temperature":"hot"}`))
+	if fe := fieldErr(t, err); fe.Type != "float_parsing" || strings.Join(fe.Loc, ".") != "body.temperature" {
+		t.Fatalf("bad float string: %+v", fe)
+	}
+	_, err = DecodeChat([]byte(`{"messages":[],"top_p":{}}`))
+	if fe := fieldErr(t, err); fe.Type != "float_type" {
+		t.Fatalf("bad float: %+v", fe)
+	}
+	// pydantic's lax mode takes numeric strings and integral floats.
+	req, err := DecodeChat([]byte(`{"messages":[],"max_tokens":"7","n":1.0,"temperature":"0.5","top_k":3}`))
+	if err != nil || req.MaxTokens != 7 || req.N != 1 || *req.Sampling.Temperature != 0.5 || *req.Sampling.TopK != 3 || req.MaxTokensField != "max_tokens" {
+		t.Fatalf("lax values: %+v %v", req, err)
 	}
 	_, err = DecodeChat([]byte(`{"messages":[],"stream":"yes"}`))
 	if fe := fieldErr(t, err); fe.Type != "bool_type" {
@@ -91,12 +112,12 @@ func TestPlanStopVersusLength(t *testing.T) {
 		ignore            bool
 		want              Output
 	}{
-		{-1, 16, 0, false, Output{16, FinishStop}},
-		{5, 16, 0, false, Output{5, FinishLength}},
-		{16, 16, 0, false, Output{16, FinishStop}},
-		{100, 16, 0, false, Output{16, FinishStop}},
-		{100, 16, 0, true, Output{100, FinishLength}},
-		{-1, 16, 30, false, Output{31, FinishStop}},
+		{-1, 16, 0, false, Output{Tokens: 16, Finish: FinishStop}},
+		{5, 16, 0, false, Output{Tokens: 5, Finish: FinishLength}},
+		{16, 16, 0, false, Output{Tokens: 16, Finish: FinishStop}},
+		{100, 16, 0, false, Output{Tokens: 16, Finish: FinishStop}},
+		{100, 16, 0, true, Output{Tokens: 100, Finish: FinishLength}},
+		{-1, 16, 30, false, Output{Tokens: 31, Finish: FinishStop}},
 	} {
 		if got := Plan(tc.max, tc.natural, tc.min, tc.ignore); got != tc.want {
 			t.Errorf("Plan(%d,%d,%d,%v) = %+v, want %+v", tc.max, tc.natural, tc.min, tc.ignore, got, tc.want)
@@ -173,5 +194,55 @@ func TestResponseHeadAndUsageCountsInDeclaredOrder(t *testing.T) {
 	b = AppendUsageCounts(nil, 12, 5)
 	if got := string(append(b, '}')); got != `{"prompt_tokens":12,"total_tokens":17,"completion_tokens":5}` {
 		t.Fatalf("usage %s", got)
+	}
+}
+
+// filler is the model's text for tokens [0, n).
+func filler(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(tokenize.TokenText(i))
+	}
+	return b.String()
+}
+
+func TestStopStringsEndTheOutputAtTheTokenThatCompletesThem(t *testing.T) {
+	// The filler starts " The sky is a map": " is" is token 2.
+	if got := filler(5); got != " The sky is a map" {
+		t.Fatalf("filler changed: %q", got)
+	}
+	base := Plan(-1, 16, 0, false)
+	for _, tc := range []struct {
+		name  string
+		out   Output
+		rules StopRules
+		want  Output
+		text  string
+	}{
+		{"trimmed", base, StopRules{Strings: []string{" is"}}, Output{Tokens: 3, Finish: FinishStop, StopStr: " is", Trim: true, Cut: 8}, " The sky"},
+		{"kept", base, StopRules{Strings: []string{" is"}, Keep: true}, Output{Tokens: 3, Finish: FinishStop, StopStr: " is", Trim: true, Cut: 11}, " The sky is"},
+		{"spans two tokens", base, StopRules{Strings: []string{"ky i"}}, Output{Tokens: 3, Finish: FinishStop, StopStr: "ky i", Trim: true, Cut: 6}, " The s"},
+		{"beats the length limit on the same token", Plan(3, 16, 0, false), StopRules{Strings: []string{" is"}}, Output{Tokens: 3, Finish: FinishStop, StopStr: " is", Trim: true, Cut: 8}, " The sky"},
+		{"beyond the limit: length", Plan(2, 16, 0, false), StopRules{Strings: []string{" is"}}, Output{Tokens: 2, Finish: FinishLength}, " The sky"},
+		{"applies under ignore_eos", Plan(100, 16, 0, true), StopRules{Strings: []string{"map"}}, Output{Tokens: 5, Finish: FinishStop, StopStr: "map", Trim: true, Cut: 14}, " The sky is a "},
+		{"vLLM: earliest end wins", base, StopRules{Strings: []string{"map", " m"}}, Output{Tokens: 5, Finish: FinishStop, StopStr: " m", Trim: true, Cut: 13}, " The sky is a"},
+		{"SGLang: list order wins", base, StopRules{Strings: []string{"map", " m"}, ListOrder: true}, Output{Tokens: 5, Finish: FinishStop, StopStr: "map", Trim: true, Cut: 14}, " The sky is a "},
+		{"vLLM: not looked for within min_tokens", Plan(-1, 40, 3, false), StopRules{Strings: []string{" sky"}, MinTokens: 3}, Output{Tokens: 34, Finish: FinishStop, StopStr: " sky", Trim: true, Cut: len(filler(33))}, filler(33)},
+		{"stop token id", base, StopRules{TokenIDs: []uint32{tokenize.TokenID(1)}}, Output{Tokens: 2, Finish: FinishStop, StopToken: tokenize.TokenID(1), HasStopToken: true, Trim: true, Cut: 4}, " The"},
+		{"stop token id kept", base, StopRules{TokenIDs: []uint32{tokenize.TokenID(1)}, Keep: true}, Output{Tokens: 2, Finish: FinishStop, StopToken: tokenize.TokenID(1), HasStopToken: true, Trim: true, Cut: 8}, " The sky"},
+		{"SGLang: ignore_eos drops stop token ids", Plan(5, 16, 0, true), StopRules{TokenIDs: []uint32{tokenize.TokenID(1)}, IgnoreTokenIDs: true}, Output{Tokens: 5, Finish: FinishLength}, " The sky is a map"},
+		{"no match: unchanged", base, StopRules{Strings: []string{"zebra"}}, base, filler(15)},
+	} {
+		got := tc.out.Stop(tc.rules)
+		if got != tc.want || got.Text() != tc.text {
+			t.Errorf("%s: %+v %q, want %+v %q", tc.name, got, got.Text(), tc.want, tc.text)
+		}
+		var streamed strings.Builder
+		for i := range got.Tokens {
+			streamed.WriteString(got.TokenText(i))
+		}
+		if streamed.String() != got.Text() {
+			t.Errorf("%s: streamed %q, whole %q", tc.name, streamed.String(), got.Text())
+		}
 	}
 }

@@ -14,6 +14,9 @@ type Request struct {
 	Messages []tokenize.Message
 	// MaxTokensNull is a completion's explicit "max_tokens": null.
 	MaxTokensNull bool
+	// TokenPrompt is a completion whose prompt was sent as token ids (not
+	// text the server tokenizes).
+	TokenPrompt bool
 	// Prompt is what the engine prefills: the chat template over the
 	// messages encoded, a completion's text encoded, or its token ids as sent.
 	Prompt []uint32
@@ -41,7 +44,7 @@ func Decode(body []byte, chat bool, prompt []uint32) (Request, error) {
 	} else {
 		prompt = tokenize.Encode(prompt, req.Prompt)
 	}
-	return Request{Common: req.Common, MaxTokensNull: req.MaxTokensNull, Prompt: prompt}, nil
+	return Request{Common: req.Common, MaxTokensNull: req.MaxTokensNull, TokenPrompt: req.PromptIDs != nil, Prompt: prompt}, nil
 }
 
 // ReadRequest reads an OpenAI route's request as both engines do before

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -55,13 +56,34 @@ type Common struct {
 	Stream        bool
 	StreamOptions *StreamOptions
 	// MaxTokens is max_completion_tokens, else max_tokens; -1 when absent.
-	MaxTokens      int
+	MaxTokens int
+	// MaxTokensField names the field MaxTokens came from
+	// ("max_completion_tokens" or "max_tokens"; "" when absent).
+	MaxTokensField string
 	N              int
 	IgnoreEOS      bool
 	MinTokens      int
 	RequestID      string // vLLM's request_id body field
 	CacheSalt      string // vLLM's cache_salt
 	PromptLogprobs bool   // vLLM skips the prefix cache for prompt_logprobs
+	// Stop are the stop strings (a single string is a list of one).
+	Stop []string
+	// StopTokenIDs are the stop_token_ids.
+	StopTokenIDs []uint32
+	// IncludeStopStr is vLLM's include_stop_str_in_output.
+	IncludeStopStr bool
+	// NoStopTrim is SGLang's no_stop_trim.
+	NoStopTrim bool
+	// Sampling holds the sampling parameters the request set.
+	Sampling Sampling
+}
+
+// Sampling is the sampling parameters a request set; nil means absent or
+// null. The engines only validate them (the filler output ignores them).
+type Sampling struct {
+	Temperature, TopP, MinP                              *float64
+	PresencePenalty, FrequencyPenalty, RepetitionPenalty *float64
+	TopK                                                 *int
 }
 
 // ChatRequest is a decoded /v1/chat/completions body.
@@ -92,6 +114,17 @@ type rawCommon struct {
 	RequestID           *string          `json:"request_id"`
 	CacheSalt           *string          `json:"cache_salt"`
 	PromptLogprobs      *json.RawMessage `json:"prompt_logprobs"`
+	Stop                *json.RawMessage `json:"stop"`
+	StopTokenIDs        *json.RawMessage `json:"stop_token_ids"`
+	IncludeStopStr      *bool            `json:"include_stop_str_in_output"`
+	NoStopTrim          *bool            `json:"no_stop_trim"`
+	Temperature         *json.RawMessage `json:"temperature"`
+	TopP                *json.RawMessage `json:"top_p"`
+	MinP                *json.RawMessage `json:"min_p"`
+	TopK                *json.RawMessage `json:"top_k"`
+	PresencePenalty     *json.RawMessage `json:"presence_penalty"`
+	FrequencyPenalty    *json.RawMessage `json:"frequency_penalty"`
+	RepetitionPenalty   *json.RawMessage `json:"repetition_penalty"`
 }
 
 type rawChat struct {
@@ -275,12 +308,35 @@ func (raw *rawCommon) common(c *Common, errs []FieldError) []FieldError {
 	if n, present, ferr := optInt(maxTokens, "max_tokens"); ferr != nil {
 		errs = append(errs, *ferr)
 	} else if present {
-		c.MaxTokens = n
+		c.MaxTokens, c.MaxTokensField = n, "max_tokens"
 	}
 	if n, present, ferr := optInt(raw.MaxCompletionTokens, "max_completion_tokens"); ferr != nil {
 		errs = append(errs, *ferr)
 	} else if present {
-		c.MaxTokens = n
+		c.MaxTokens, c.MaxTokensField = n, "max_completion_tokens"
+	}
+	for _, f := range []struct {
+		raw  *json.RawMessage
+		name string
+		dst  **float64
+	}{
+		{raw.Temperature, "temperature", &c.Sampling.Temperature},
+		{raw.TopP, "top_p", &c.Sampling.TopP},
+		{raw.MinP, "min_p", &c.Sampling.MinP},
+		{raw.PresencePenalty, "presence_penalty", &c.Sampling.PresencePenalty},
+		{raw.FrequencyPenalty, "frequency_penalty", &c.Sampling.FrequencyPenalty},
+		{raw.RepetitionPenalty, "repetition_penalty", &c.Sampling.RepetitionPenalty},
+	} {
+		if v, present, ferr := optFloat(f.raw, f.name); ferr != nil {
+			errs = append(errs, *ferr)
+		} else if present {
+			*f.dst = &v
+		}
+	}
+	if n, present, ferr := optInt(raw.TopK, "top_k"); ferr != nil {
+		errs = append(errs, *ferr)
+	} else if present {
+		c.Sampling.TopK = &n
 	}
 	c.N = 1
 	if n, present, ferr := optInt(raw.N, "n"); ferr != nil {
@@ -296,18 +352,80 @@ func (raw *rawCommon) common(c *Common, errs []FieldError) []FieldError {
 	if raw.PromptLogprobs != nil && !isNull(*raw.PromptLogprobs) {
 		c.PromptLogprobs = true
 	}
+	if raw.IncludeStopStr != nil {
+		c.IncludeStopStr = *raw.IncludeStopStr
+	}
+	if raw.NoStopTrim != nil {
+		c.NoStopTrim = *raw.NoStopTrim
+	}
+	if raw.Stop != nil && !isNull(*raw.Stop) {
+		b := bytes.TrimSpace(*raw.Stop)
+		var one string
+		if err := json.Unmarshal(b, &one); err == nil {
+			c.Stop = []string{one}
+		} else if err := json.Unmarshal(b, &c.Stop); err != nil {
+			// A str | list[str] union: pydantic reports each member.
+			errs = append(errs,
+				FieldError{Type: "string_type", Loc: []string{"body", "stop", "str"}, Msg: "Input should be a valid string", Input: string(b)},
+				FieldError{Type: "list_type", Loc: []string{"body", "stop", "list[str]"}, Msg: "Input should be a valid list", Input: string(b)})
+		}
+	}
+	if raw.StopTokenIDs != nil && !isNull(*raw.StopTokenIDs) {
+		if err := json.Unmarshal(*raw.StopTokenIDs, &c.StopTokenIDs); err != nil {
+			errs = append(errs, FieldError{Type: "list_type", Loc: []string{"body", "stop_token_ids"}, Msg: "Input should be a valid list", Input: string(*raw.StopTokenIDs)})
+		}
+	}
 	return errs
 }
 
+// optInt reads an optional integer field as pydantic's lax mode does: a
+// JSON integer, a float without a fractional part, or a string holding an
+// integer.
 func optInt(raw *json.RawMessage, name string) (int, bool, *FieldError) {
 	if raw == nil || isNull(*raw) {
 		return 0, false, nil
 	}
-	var n int
-	if err := json.Unmarshal(*raw, &n); err != nil {
-		return 0, false, &FieldError{Type: "int_type", Loc: []string{"body", name}, Msg: "Input should be a valid integer", Input: string(*raw)}
+	b := bytes.TrimSpace(*raw)
+	loc := []string{"body", name}
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return 0, false, &FieldError{Type: "int_parsing", Loc: loc, Msg: "Input should be a valid integer, unable to parse string as an integer", Input: s}
+		}
+		return n, true, nil
 	}
-	return n, true, nil
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return 0, false, &FieldError{Type: "int_type", Loc: loc, Msg: "Input should be a valid integer", Input: string(b)}
+	}
+	if f != math.Trunc(f) {
+		return 0, false, &FieldError{Type: "int_from_float", Loc: loc, Msg: "Input should be a valid integer, got a number with a fractional part", Input: string(b)}
+	}
+	return int(f), true, nil
+}
+
+// optFloat reads an optional number field as pydantic's lax mode does: a
+// JSON number or a string holding one.
+func optFloat(raw *json.RawMessage, name string) (float64, bool, *FieldError) {
+	if raw == nil || isNull(*raw) {
+		return 0, false, nil
+	}
+	b := bytes.TrimSpace(*raw)
+	loc := []string{"body", name}
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return 0, false, &FieldError{Type: "float_parsing", Loc: loc, Msg: "Input should be a valid number, unable to parse string as a number", Input: s}
+		}
+		return f, true, nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return 0, false, &FieldError{Type: "float_type", Loc: loc, Msg: "Input should be a valid number", Input: string(b)}
+	}
+	return f, true, nil
 }
 
 func isNull(b []byte) bool { return string(bytes.TrimSpace(b)) == "null" }

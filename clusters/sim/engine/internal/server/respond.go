@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // WriteJSON sends body as an application/json response with an exact
@@ -43,9 +42,10 @@ func NotFound(w http.ResponseWriter) {
 	WriteJSON(w, http.StatusNotFound, []byte(`{"detail":"Not Found"}`))
 }
 
-// MethodNotAllowed is Starlette's 405, with the route's methods in Allow.
-func MethodNotAllowed(w http.ResponseWriter, methods []string) {
-	w.Header().Set("Allow", strings.Join(methods, ", "))
+// MethodNotAllowed is Starlette's 405, with the route's methods in Allow
+// (allow as the route table renders it).
+func MethodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
 	WriteJSON(w, http.StatusMethodNotAllowed, []byte(`{"detail":"Method Not Allowed"}`))
 }
 

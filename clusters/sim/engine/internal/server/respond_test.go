@@ -28,7 +28,7 @@ func TestStarletteNotFoundAndMethodNotAllowed(t *testing.T) {
 		t.Fatalf("404: %d %s", rec.Code, rec.Body.String())
 	}
 	rec = httptest.NewRecorder()
-	MethodNotAllowed(rec, []string{"GET", "POST"})
+	MethodNotAllowed(rec, "GET, POST")
 	if rec.Code != 405 || rec.Body.String() != `{"detail":"Method Not Allowed"}` || rec.Header().Get("Allow") != "GET, POST" {
 		t.Fatalf("405: %d %v %s", rec.Code, rec.Header(), rec.Body.String())
 	}
