@@ -102,7 +102,8 @@ type Plan struct {
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// IncludeUsage sends stream_options {"include_usage": true} on streaming
 	// requests. It is never sent on non-streaming ones (vLLM answers 400) and
-	// never sent as false (vLLM treats any stream_options object as true).
+	// never sent as false: vLLM 0.29.0 defaults include_usage to false, so
+	// absent and false are the same (docs/engines.md).
 	IncludeUsage bool `json:"include_usage,omitempty"`
 	// Prompts selects the prompt set.
 	Prompts PromptSet `json:"prompts"`

@@ -352,13 +352,15 @@ func (k *Kubelet) Create(spec PodSpec) (PodStatus, error) {
 	k.pods[key] = p
 	k.wg.Add(len(p.containers))
 	p.running.Add(len(p.containers))
-	for _, c := range p.containers {
-		go k.supervise(p, c)
-	}
 	st := p.statusLocked()
 	k.mu.Unlock()
 
+	// Scheduled before any container's events, as the scheduler's comes
+	// before the kubelet's (it raced the containers' Started).
 	k.event(p, "Normal", "Scheduled", "Successfully assigned "+key+" to "+k.opts.NodeName)
+	for _, c := range p.containers {
+		go k.supervise(p, c)
+	}
 	k.changed(p)
 	return st, nil
 }

@@ -19,9 +19,10 @@ import (
 // The operator's router image patches both routers to serve GET
 // /observer/endpoints on 8081 (docs/operator.md#finding-things-in-a-cluster),
 // which the operator reads to publish status.roles[].endpoints.serving:
-// without it no deployment becomes Ready. The PyPI wheels lack the patch, so
-// the Go front of the router container serves the same document from what
-// the upstream process itself reports: its worker registry (GET /workers,
+// without it no deployment becomes Ready. The pinned source lacks the patch
+// (make routers applies it only with ROUTER_PATCHES), so the Go front of the
+// router container serves the same document from what the router process
+// itself reports: its worker registry (GET /workers,
 // which both libraries serve: url, worker_type, is_healthy) and each
 // worker's circuit-breaker gauge on its /metrics (1 is open in both). This
 // view is emulated; the membership in it is upstream's.

@@ -47,7 +47,7 @@ var Translations = []Translation{
 		Rendered: "(nothing)",
 		Upstream: "--worker-startup-check-interval=1",
 		Why: "vllm-router binds its port only after its workers answer GET /health, re-checking every 30 s by default " +
-			"(clap and launcher alike); a sim engine a few milliseconds late would hold the router 30 s. It changes when, not what",
+			"(clap's default); a sim engine a few milliseconds late would hold the router 30 s. It changes when, not what",
 		Cite:  "vllm-project/router@v0.1.15:src/routers/http/router.rs (wait_for_healthy_workers), src/main.rs (default 30)",
 		apply: addIfAbsent("--worker-startup-check-interval", "1"),
 	},
