@@ -88,7 +88,7 @@ reliability: ## on the sim: Ctrl-C mid-traffic ends within 30 s with a partial r
 	@echo "reliability: interrupting make e2e during traffic; the edit guard against an operator that replaces engines on a router edit"
 	E2E_RELIABILITY=1 $(GO) test -count=1 -timeout 15m -run '^(TestInterrupt|TestEditGuard)' -v ./cmd/e2e
 
-test-apiserver: ## the kube target against a real kube-apiserver, in a private network namespace (root; test/apiserver/README.md); under CI=true a machine that cannot run it fails
+test-apiserver: routers ## the kube target against a real kube-apiserver, in a private network namespace (root; test/apiserver/README.md); under CI=true a machine that cannot run it fails
 	@cd test/apiserver && missing=$$($(GO) run ./netns/cmd/missing) && \
 	  if [ -n "$$missing" ]; then echo "test-apiserver: skipped: $$missing"; exit 0; fi && \
 	  $(GO) test -count=1 -timeout $(APISERVER_TIMEOUT) ./...

@@ -174,6 +174,13 @@ while read -r router binary pkg version file sha; do
       done
       echo "$prepared" >"$tree/.routers-prepared"
     fi
+    # A dependency served only by a git host cannot be fetched here (the
+    # registries are reachable, git hosts are not): say so before cargo tries.
+    gitdeps=$(sed -n 's/^\([A-Za-z0-9_-]*\) = {.*git = "\([^"]*\)".*/\1 (\2)/p' "$tree/Cargo.toml" | paste -sd, | sed 's/,/, /g')
+    if [ -n "$gitdeps" ]; then
+      fail "$pkg $version's Cargo.toml takes $gitdeps from git, which only a git host serves" \
+        "build it where a git host is reachable, or choose a version whose dependencies are all on crates.io"
+    fi
     locked=(--locked)
     if ! $pinned; then
       locked=()

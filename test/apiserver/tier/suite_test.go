@@ -17,6 +17,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
 	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
@@ -43,7 +44,13 @@ func suiteFilter() string {
 // behind the API server unchanged, and the runs are compared row by row.
 func tierRouters(t *testing.T) []string {
 	t.Helper()
-	c := sim.New(sim.Options{})
+	in, err := upstream.Load("")
+	if err != nil {
+		// Without the build the tier would qualify llm-d-router alone and
+		// read as the whole tier.
+		t.Fatalf("the tier qualifies every router the sim runs: %v", err)
+	}
+	c := sim.New(sim.Options{Routers: in})
 	defer c.Close(context.Background())
 	env, err := c.Describe(t.Context())
 	if err != nil {
