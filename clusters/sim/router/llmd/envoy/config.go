@@ -4,11 +4,11 @@
 // pkg/worker/controllers/worker/model_deployment_router.go,
 // modelDeploymentRouterEnvoyConfig). It listens on the listener's port,
 // drops a client-supplied x-gateway-destination-endpoint (header_mutation
-// ahead of ext_proc), asks the EPP through ext_proc (in process, see
-// package extproc; failure_mode_allow lets a request through when the EPP
-// is down), forwards to the ORIGINAL_DST address the EPP wrote in
+// ahead of ext_proc), asks the EPP over ext_proc gRPC (package extproc;
+// failure_mode_allow lets a request through when the EPP is down or its
+// stream fails), forwards to the ORIGINAL_DST address the EPP wrote in
 // x-gateway-destination-endpoint with the route timeout, relays the
-// response (streamed chunk by chunk), and writes one JSON access-log line
+// response through the EPP (full duplex, chunk by chunk), and writes one JSON access-log line
 // per request on stdout with the configured json_format fields.
 package envoy
 
