@@ -44,7 +44,7 @@ E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifac
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver routers bench bench-dist fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver routers upstream-llmd bench bench-dist fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
@@ -95,6 +95,9 @@ test-apiserver: routers ## the kube target against a real kube-apiserver, in a p
 
 routers: ## build vllm-router and sgl-model-gateway from their pinned sources with cargo, cached outside the checkout (~/.cache/routing-conformance/routers); ROUTER_PATCHES=<dir> applies the operator's patches; VLLM_ROUTER_VERSION= / SGLANG_ROUTER_VERSION= build others
 	@bash hack/routers.sh
+
+upstream-llmd: ## build llm-d-router v0.10.0's EPP (cmd/epp) into .upstream-llmd/ with a manifest.json: go install where the module proxy serves it, else from LLMD_ROUTER_SRC (a v0.10.0 checkout) and LLMD_KV_CACHE_SRC; not part of make test
+	@bash hack/upstream-llmd.sh
 
 bench: ## benchmarks printing ratios against a peer measured in the same run; the driver's overhead per concurrency
 	bash bench/run.sh

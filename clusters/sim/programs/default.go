@@ -12,7 +12,6 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/envoy"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/prefixcache"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/sidecar"
 )
@@ -37,9 +36,6 @@ type Deps struct {
 	// HTTPClient is the EPP's client for engine metrics and the tokenizer
 	// Service's /render; it must resolve Service names. Nil: epp's default.
 	HTTPClient *http.Client
-	// Network carries ext_proc between a router Pod's envoy and epp; nil
-	// is extproc.Default.
-	Network *extproc.Network
 	// PickerSeed seeds every EPP's random tie-break; 0 seeds from the
 	// clock as the EPP does.
 	PickerSeed uint64
@@ -53,8 +49,8 @@ func New(d Deps) Registry {
 		VLLM:   vllm.Program(vllm.Deps{KVEvents: d.KVEvents}),
 		SGLang: sglang.Main,
 		EPP: epp.Main(epp.Deps{Files: mounted, KVEvents: busSource(d.KVEvents), HTTPClient: d.HTTPClient,
-			Seed: d.PickerSeed, Network: d.Network, Started: d.EPPStarted}),
-		Envoy:        envoy.Main(envoy.Deps{Files: mounted, Network: d.Network}),
+			Seed: d.PickerSeed, Started: d.EPPStarted}),
+		Envoy:        envoy.Main(envoy.Deps{Files: mounted}),
 		RoutingProxy: sidecar.Main(),
 	}
 	return r

@@ -4,11 +4,11 @@
 // pkg/worker/controllers/worker/model_deployment_router.go,
 // modelDeploymentRouterEnvoyConfig). It listens on the listener's port,
 // drops a client-supplied x-gateway-destination-endpoint (header_mutation
-// ahead of ext_proc), asks the EPP through ext_proc (in process, see
-// package extproc; failure_mode_allow lets a request through when the EPP
-// is down), forwards to the ORIGINAL_DST address the EPP wrote in
+// ahead of ext_proc), asks the EPP over ext_proc gRPC (package extproc;
+// failure_mode_allow lets a request through when the EPP is down or its
+// stream fails), forwards to the ORIGINAL_DST address the EPP wrote in
 // x-gateway-destination-endpoint with the route timeout, relays the
-// response (streamed chunk by chunk), and writes one JSON access-log line
+// response through the EPP (full duplex, chunk by chunk), and writes one JSON access-log line
 // per request on stdout with the configured json_format fields.
 package envoy
 
@@ -34,6 +34,13 @@ type Config struct {
 	ExtProcAddr      string
 	FailureModeAllow bool
 	ExtProcTimeout   time.Duration
+	// ExtProcAuthority is envoy_grpc.authority (the stream's :authority);
+	// ExtProcConnectTimeout the ext_proc cluster's connect_timeout.
+	ExtProcAuthority      string
+	ExtProcConnectTimeout time.Duration
+	// ProcessingMode is processing_mode's six fields by their YAML names,
+	// Envoy's defaults filled in.
+	ProcessingMode map[string]string
 	// DestinationHeader is original_dst_lb_config.http_header_name.
 	DestinationHeader string
 	// AccessLog is the json_format fields in config order (nil: no log).
@@ -101,6 +108,18 @@ func ParseConfig(data []byte) (*Config, error) {
 			if t, ok := dig(f, "typed_config", "grpc_service", "timeout").(string); ok {
 				cfg.ExtProcTimeout, _ = parseProtoDuration(t)
 			}
+			cfg.ExtProcAuthority, _ = dig(f, "typed_config", "grpc_service", "envoy_grpc", "authority").(string)
+			// ProcessingMode's defaults (processing_mode.proto): headers
+			// SEND, bodies NONE, trailers SKIP.
+			cfg.ProcessingMode = map[string]string{"request_header_mode": "SEND", "response_header_mode": "SEND",
+				"request_body_mode": "NONE", "response_body_mode": "NONE", "request_trailer_mode": "SKIP", "response_trailer_mode": "SKIP"}
+			if m, ok := dig(f, "typed_config", "processing_mode").(map[string]any); ok {
+				for k, v := range m {
+					if s, ok := v.(string); ok {
+						cfg.ProcessingMode[k] = s
+					}
+				}
+			}
 		}
 	}
 	for _, a := range asList(dig(hcm, "access_log")) {
@@ -121,6 +140,9 @@ func ParseConfig(data []byte) (*Config, error) {
 				}
 			}
 		case "STATIC":
+			if t, ok := dig(c, "connect_timeout").(string); ok {
+				cfg.ExtProcConnectTimeout, _ = parseProtoDuration(t)
+			}
 			for _, ep := range asList(dig(c, "load_assignment", "endpoints")) {
 				for _, lb := range asList(dig(ep, "lb_endpoints")) {
 					sa := dig(lb, "endpoint", "address", "socket_address")
@@ -132,7 +154,31 @@ func ParseConfig(data []byte) (*Config, error) {
 	if cfg.ListenPort == 0 {
 		return nil, errors.New("listener has no port_value")
 	}
+	if err := cfg.checkProcessingMode(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// operatorMode is the processing_mode the operator renders, the one mode
+// this Envoy implements: headers sent and answered, bodies full duplex
+// (the EPP answers the request headers only once the body has ended, so
+// no other body mode works with it), trailers SEND (an HTTP/1.1 exchange
+// has none to send).
+var operatorMode = map[string]string{"request_header_mode": "SEND", "response_header_mode": "SEND",
+	"request_body_mode": "FULL_DUPLEX_STREAMED", "response_body_mode": "FULL_DUPLEX_STREAMED",
+	"request_trailer_mode": "SEND", "response_trailer_mode": "SEND"}
+
+func (c *Config) checkProcessingMode() error {
+	if c.ProcessingMode == nil {
+		return nil
+	}
+	for k, want := range operatorMode {
+		if got := c.ProcessingMode[k]; got != want {
+			return fmt.Errorf("ext_proc processing_mode.%s: %s is not emulated (the sim's Envoy implements the operator's mode, %s)", k, got, want)
+		}
+	}
+	return nil
 }
 
 // jsonFormatOrder recovers json_format's key order from the YAML text (a

@@ -3,15 +3,17 @@ package envoy_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/envoy"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/llmdtest"
@@ -23,6 +25,8 @@ func TestParsesTheOperatorsBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.ListenPort != 8081 || cfg.RouteTimeout != 86400*time.Second || !cfg.FailureModeAllow ||
+		cfg.ExtProcAuthority != "localhost:9002" || cfg.ExtProcConnectTimeout != time.Second ||
+		cfg.ProcessingMode["request_body_mode"] != "FULL_DUPLEX_STREAMED" || cfg.ProcessingMode["response_trailer_mode"] != "SEND" ||
 		cfg.ExtProcAddr != "127.0.0.1:9002" || cfg.DestinationHeader != "x-gateway-destination-endpoint" ||
 		len(cfg.RemoveHeaders) != 1 || cfg.RemoveHeaders[0] != "x-gateway-destination-endpoint" || cfg.ExtProcTimeout != 10*time.Second {
 		t.Fatalf("%+v", cfg)
@@ -36,17 +40,21 @@ func TestParsesTheOperatorsBootstrap(t *testing.T) {
 	}
 }
 
-// picker is a stand-in ext_proc processor that routes to a fixed address.
+// picker is a stand-in ext_proc processor, served over gRPC, that routes to
+// a fixed address.
 type picker struct {
 	dst       string
 	immediate *extproc.Immediate
 	fail      bool
+	mu        sync.Mutex
 	seen      map[string]string
 }
 
 func (p *picker) Open(context.Context) extproc.Stream { return p }
 func (p *picker) Request(h map[string]string, _ []byte) (extproc.RequestReply, error) {
+	p.mu.Lock()
 	p.seen = maps.Clone(h)
+	p.mu.Unlock()
 	if p.fail {
 		return extproc.RequestReply{}, io.ErrUnexpectedEOF
 	}
@@ -68,14 +76,26 @@ func proxy(t *testing.T, timeout string, processor extproc.Processor) (*httptest
 		t.Fatal(err)
 	}
 	log := &proc.Buffer{}
-	p := envoy.NewProxy(cfg, func() (extproc.Processor, error) {
-		if processor == nil {
-			return nil, extproc.ErrUnavailable
-		}
-		return processor, nil
-	}, log)
+	// The EPP's gRPC server on a loopback port; with no processor the
+	// port is free again, so the dial is refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if processor == nil {
+		ln.Close()
+	} else {
+		srv := extproc.Serve(ln, processor)
+		t.Cleanup(srv.Stop)
+	}
+	client, err := extproc.NewClient(addr, cfg.ExtProcAuthority, cfg.ExtProcConnectTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := envoy.NewProxy(cfg, client, log)
 	s := httptest.NewServer(p)
-	t.Cleanup(func() { s.Close(); p.Close() })
+	t.Cleanup(func() { s.Close(); p.Close(); client.Close() })
 	return s, log
 }
 
@@ -111,7 +131,10 @@ func TestStripsTheClientsDestinationHeaderBeforeExtProc(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `"served_by":"e"`) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	if _, ok := p.seen["x-gateway-destination-endpoint"]; ok {
+	p.mu.Lock()
+	_, ok := p.seen["x-gateway-destination-endpoint"]
+	p.mu.Unlock()
+	if ok {
 		t.Fatal("the EPP must not see the client's copy")
 	}
 	h, _ := e.Last()
@@ -180,5 +203,39 @@ func TestStreamsAreRelayedUnchanged(t *testing.T) {
 	resp, got := post(t, s.URL+"/v1/chat/completions", `{"model":"m","stream":true}`, nil)
 	if resp.Header.Get("Content-Type") != "text/event-stream" || got != string(want) {
 		t.Fatalf("relayed stream differs:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestOnlyTheOperatorsProcessingModeIsAccepted(t *testing.T) {
+	yaml := strings.Replace(llmdtest.EnvoyYAML("86400"), "request_body_mode: FULL_DUPLEX_STREAMED", "request_body_mode: BUFFERED", 1)
+	if _, err := envoy.ParseConfig([]byte(yaml)); err == nil || !strings.Contains(err.Error(), "request_body_mode: BUFFERED") {
+		t.Fatalf("another body mode is refused by name: %v", err)
+	}
+}
+
+func TestFailClosedWithoutTheEPPAnswers500(t *testing.T) {
+	cfg, err := envoy.ParseConfig([]byte(strings.Replace(llmdtest.EnvoyYAML("86400"), "failure_mode_allow: true", "failure_mode_allow: false", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	client, err := extproc.NewClient(addr, cfg.ExtProcAuthority, cfg.ExtProcConnectTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &proc.Buffer{}
+	p := envoy.NewProxy(cfg, client, log)
+	s := httptest.NewServer(p)
+	defer func() { s.Close(); p.Close(); client.Close() }()
+	if resp, _ := post(t, s.URL+"/v1/chat/completions", `{}`, nil); resp.StatusCode != 500 {
+		t.Fatalf("failure_mode_allow: false answers 500: %d", resp.StatusCode)
+	}
+	if l := accessLog(t, log.String()); l["response_code_details"] != "ext_proc_error_gRPC_error_14" {
+		t.Fatalf("a refused connection is gRPC status 14 (UNAVAILABLE): %v", l)
 	}
 }

@@ -19,9 +19,6 @@ import (
 type Deps struct {
 	// Files is the container's file system (the mounted ConfigMap).
 	Files func(c *proc.Container) fs.FS
-	// Network is the ext_proc address table shared with the epp program;
-	// nil uses extproc.Default.
-	Network *extproc.Network
 }
 
 // Main returns the envoy program: argv "-c <bootstrap>" as the operator
@@ -53,10 +50,6 @@ func Main(deps Deps) proc.Main {
 			fmt.Fprintf(c.Stderr, "error initializing configuration '%s': %v\n", path, err)
 			return 1
 		}
-		network := deps.Network
-		if network == nil {
-			network = extproc.Default
-		}
 		// 127.0.0.1 inside the Pod is the Pod's own address in the sim.
 		extAddr := cfg.ExtProcAddr
 		if host, port, err := net.SplitHostPort(extAddr); err == nil && (host == "127.0.0.1" || host == "localhost") {
@@ -67,7 +60,17 @@ func Main(deps Deps) proc.Main {
 			fmt.Fprintf(c.Stderr, "error initializing configuration '%s': cannot bind '0.0.0.0:%d': %v\n", path, cfg.ListenPort, err)
 			return 1
 		}
-		p := NewProxy(cfg, func() (extproc.Processor, error) { return network.Dial(extAddr) }, c.Stdout)
+		var ext *extproc.Client
+		if cfg.ProcessingMode != nil {
+			ext, err = extproc.NewClient(extAddr, cfg.ExtProcAuthority, cfg.ExtProcConnectTimeout)
+			if err != nil {
+				ln.Close()
+				fmt.Fprintf(c.Stderr, "error initializing configuration '%s': ext_proc: %v\n", path, err)
+				return 1
+			}
+			defer ext.Close()
+		}
+		p := NewProxy(cfg, ext, c.Stdout)
 		srv := &http.Server{Handler: c.Faults.Handler(cfg.ListenPort, p), ReadHeaderTimeout: time.Minute}
 		done := make(chan struct{})
 		go func() {

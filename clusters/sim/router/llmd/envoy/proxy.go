@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/google/uuid"
+	"google.golang.org/grpc/status"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 )
@@ -22,16 +24,16 @@ import (
 // Proxy is the HTTP connection manager, ext_proc filter and router filter.
 type Proxy struct {
 	cfg       *Config
-	dial      func() (extproc.Processor, error)
+	ext       *extproc.Client
 	transport *http.Transport
 	log       io.Writer
 	logMu     sync.Mutex
 }
 
-// NewProxy builds the proxy; dial reaches the ext_proc server and log is
-// the access-log stream (stdout).
-func NewProxy(cfg *Config, dial func() (extproc.Processor, error), log io.Writer) *Proxy {
-	return &Proxy{cfg: cfg, dial: dial, log: log, transport: &http.Transport{
+// NewProxy builds the proxy; ext is the ext_proc client (nil: the filter
+// is absent) and log the access-log stream (stdout).
+func NewProxy(cfg *Config, ext *extproc.Client, log io.Writer) *Proxy {
+	return &Proxy{cfg: cfg, ext: ext, log: log, transport: &http.Transport{
 		// connect_timeout: 1s on the clusters.
 		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
 		MaxIdleConns:        1024,
@@ -97,12 +99,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.received = len(body)
 
-	var stream extproc.Stream
-	if proc, err := p.dial(); err == nil {
-		stream = proc.Open(r.Context())
-	} else if !p.cfg.FailureModeAllow {
-		p.local(w, e, 500, "ext_proc_error_gRPC_error_14", "", "")
-		return
+	var stream *extproc.ClientStream
+	if p.ext != nil {
+		st, err := p.ext.Open(r.Context())
+		switch {
+		case err == nil:
+			stream = st
+		case !p.cfg.FailureModeAllow:
+			p.local(w, e, 500, "", grpcDetails(err), "")
+			return
+		}
 	}
 	if stream != nil {
 		defer stream.Close()
@@ -111,7 +117,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case err != nil && p.cfg.FailureModeAllow:
 			stream = nil
 		case err != nil:
-			p.local(w, e, 500, "ext_proc_error_gRPC_error_2", "", "")
+			p.local(w, e, 500, "", grpcDetails(err), "")
 			return
 		case reply.Immediate != nil:
 			im := reply.Immediate
@@ -122,7 +128,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		default:
 			for k, v := range reply.SetHeaders {
-				headers[strings.ToLower(k)] = v
+				if mutable(k) {
+					headers[k] = v
+				}
 			}
 			if reply.Body != nil {
 				body = reply.Body
@@ -139,6 +147,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.forward(w, r, e, headers, body, stream)
 }
 
+// grpcDetails is the response code details of a failed ext_proc stream:
+// ext_proc_error_gRPC_error_<status code>.
+func grpcDetails(err error) string {
+	return "ext_proc_error_gRPC_error_" + strconv.Itoa(int(status.Code(err)))
+}
+
+// mutable is ext_proc's default mutation rule (no mutation_rules set):
+// every header but host, :authority, :scheme, :method and x-envoy-*.
+func mutable(k string) bool {
+	switch k {
+	case "host", ":authority", ":scheme", ":method":
+		return false
+	}
+	return !strings.HasPrefix(k, "x-envoy")
+}
+
 func hostOf(hostPort string) string {
 	h, _, _ := net.SplitHostPort(hostPort)
 	return h
@@ -146,7 +170,7 @@ func hostOf(hostPort string) string {
 
 // forward is the router filter: send upstream within the route timeout
 // and relay the response through the ext_proc response phase.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *entry, headers map[string]string, body []byte, stream extproc.Stream) {
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *entry, headers map[string]string, body []byte, stream *extproc.ClientStream) {
 	ctx := r.Context()
 	var cancel context.CancelFunc = func() {}
 	if p.cfg.RouteTimeout > 0 {
@@ -198,7 +222,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *entry, header
 				out.Set(k, v)
 			}
 		} else if !p.cfg.FailureModeAllow {
-			p.local(w, e, 500, "", "ext_proc_error_gRPC_error_2", "")
+			p.local(w, e, 500, "", grpcDetails(err), "")
 			return
 		} else {
 			stream = nil
@@ -210,46 +234,127 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *entry, header
 	w.WriteHeader(resp.StatusCode)
 	e.code, e.details = resp.StatusCode, "via_upstream"
 	flusher, _ := w.(http.Flusher)
-	bp := relayBuffers.Get().(*[]byte)
-	defer relayBuffers.Put(bp)
-	buf := *bp
-	for {
-		n, rerr := resp.Body.Read(buf)
-		eos := rerr == io.EOF
-		if n > 0 || eos {
-			chunk := buf[:n]
-			if stream != nil {
-				relay, err := stream.ResponseBody(append([]byte(nil), chunk...), eos)
-				if err != nil {
-					stream = nil
-				} else {
-					chunk = relay
+	p.relay(ctx, w, flusher, e, resp.Body, stream)
+}
+
+// piece is a response body chunk on its way to the client, or the error
+// that ended its source.
+type piece struct {
+	data []byte
+	eos  bool
+	err  error
+}
+
+// relay is the response body in FULL_DUPLEX_STREAMED mode: upstream chunks
+// go to the EPP as they arrive and the client gets what the EPP streams
+// back (every chunk of a streamed response, a buffered one at its end).
+// Should the stream fail, failure_mode_allow relays the rest unchanged.
+func (p *Proxy) relay(ctx context.Context, w http.ResponseWriter, flusher http.Flusher, e *entry, upstream io.Reader, stream *extproc.ClientStream) {
+	var failed atomic.Bool
+	failed.Store(stream == nil)
+	raw := make(chan piece, 8)
+	stop := make(chan struct{})
+	defer close(stop)
+	var sentEOS atomic.Bool
+	go func() {
+		bp := relayBuffers.Get().(*[]byte)
+		defer relayBuffers.Put(bp)
+		buf := *bp
+		for {
+			n, rerr := upstream.Read(buf)
+			eos := rerr == io.EOF
+			if rerr != nil && !eos {
+				select {
+				case raw <- piece{err: rerr}:
+				case <-stop:
+				}
+				return
+			}
+			if n > 0 || eos {
+				chunk := append([]byte(nil), buf[:n]...)
+				if failed.Load() || stream.SendResponseBody(chunk, eos) != nil {
+					select {
+					case raw <- piece{data: chunk, eos: eos}:
+					case <-stop:
+						return
+					}
+				} else if eos {
+					sentEOS.Store(true)
 				}
 			}
-			if len(chunk) > 0 {
-				m, werr := w.Write(chunk)
-				e.sent += m
-				if werr != nil {
-					e.flags = "DC"
+			if eos {
+				return
+			}
+		}
+	}()
+	var fromEPP chan piece
+	if stream != nil {
+		fromEPP = make(chan piece, 8)
+		go func() {
+			for {
+				data, eos, err := stream.RecvResponseBody()
+				select {
+				case fromEPP <- piece{data: data, eos: eos, err: err}:
+				case <-stop:
 					return
 				}
-				// Streamed chunks go out as they come; the last write
-				// leaves with the end of the response.
-				if flusher != nil && !eos {
-					flusher.Flush()
+				if err != nil || eos {
+					return
 				}
 			}
+		}()
+	}
+	write := func(pc piece) bool {
+		if len(pc.data) > 0 {
+			m, werr := w.Write(pc.data)
+			e.sent += m
+			if werr != nil {
+				e.flags = "DC"
+				return false
+			}
+			// Streamed chunks go out as they come; the last write
+			// leaves with the end of the response.
+			if flusher != nil && !pc.eos {
+				flusher.Flush()
+			}
 		}
-		if eos {
-			return
-		}
-		if rerr != nil {
+		return !pc.eos
+	}
+	for {
+		select {
+		case pc := <-fromEPP:
+			if pc.err != nil {
+				// What the EPP held is lost with the stream; what is still
+				// to come is relayed as it is.
+				failed.Store(true)
+				fromEPP = nil
+				if sentEOS.Load() {
+					return
+				}
+				continue
+			}
+			if !write(pc) {
+				return
+			}
+		case pc := <-raw:
+			if pc.err != nil {
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					e.flags, e.details = "UT", "upstream_response_timeout"
+				} else {
+					e.flags, e.details = "UR", "upstream_reset_after_response_started{remote_reset}"
+				}
+				panic(http.ErrAbortHandler) // reset the downstream stream, as Envoy does
+			}
+			if !write(pc) {
+				return
+			}
+		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				e.flags, e.details = "UT", "upstream_response_timeout"
-			} else {
-				e.flags, e.details = "UR", "upstream_reset_after_response_started{remote_reset}"
+				panic(http.ErrAbortHandler)
 			}
-			panic(http.ErrAbortHandler) // reset the downstream stream, as Envoy does
+			e.flags = "DC"
+			return
 		}
 	}
 }

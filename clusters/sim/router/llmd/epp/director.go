@@ -125,7 +125,7 @@ func (st *stream) fallback() (extproc.RequestReply, error) {
 	e := eps[st.s.rand.IntN(len(eps))]
 	st.window.record(e.Meta)
 	st.window.finish()
-	return extproc.RequestReply{SetHeaders: map[string]string{DestinationHeader: e.Meta.HostPort()}}, nil
+	return extproc.RequestReply{SetHeaders: map[string]string{DestinationHeader: e.Meta.HostPort()}, Destination: e.Meta.HostPort()}, nil
 }
 
 // fail turns an error into the ImmediateResponse BuildErrResponse builds;
@@ -227,7 +227,7 @@ func (st *stream) handle(headers map[string]string, body []byte) (extproc.Reques
 	s.metrics.Running(st.labels, 1)
 	st.running = true
 	st.window.finish()
-	return extproc.RequestReply{SetHeaders: set, Body: out}, nil
+	return extproc.RequestReply{SetHeaders: set, Body: out, Destination: set[DestinationHeader]}, nil
 }
 
 // schedule is the director's HandleRequest from admission to PreRequest.

@@ -1,11 +1,15 @@
 package epp_test
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
+	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 )
 
 // effectiveSGLangServer is the loader's String() of the operator's SGLang
@@ -134,5 +138,51 @@ func TestRoutesChatThroughEnvoyToAnEngine(t *testing.T) {
 	}
 	if served != 1 {
 		t.Fatalf("engines served %d requests, want 1", served)
+	}
+}
+
+func TestServesExtProcGRPCOnThePodsAddress(t *testing.T) {
+	r := startRouter(t, podOpts{config: "sglang-server.yaml", kinds: []string{"server"}})
+	info := r.waitStarted()
+	if info.ExtProc != net.JoinHostPort(r.ip, "9002") {
+		t.Fatalf("ext_proc listens on %s, want the Pod's address and --grpc-port", info.ExtProc)
+	}
+	// Envoy's side of the stream, as the envoy container dials it.
+	c, err := extproc.NewClient(info.ExtProc, "localhost:9002", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	reply, err := s.Request(map[string]string{":method": "POST", ":path": "/v1/chat/completions", ":authority": "qwen",
+		"content-type": "application/json", "x-request-id": "grpc-1"},
+		[]byte(`{"model":"Qwen/Qwen3-0.6B","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := r.engines[0].Addr()
+	if reply.SetHeaders[epp.DestinationHeader] != want || reply.Destination != want {
+		t.Fatalf("the pick travels as header %q and envoy.lb metadata %q, want %s", reply.SetHeaders[epp.DestinationHeader], reply.Destination, want)
+	}
+	if string(reply.Body) != `{"messages":[{"content":"hi","role":"user"}],"model":"Qwen/Qwen3-0.6B"}` {
+		t.Fatalf("body mutation: %s", reply.Body)
+	}
+	set, err := s.ResponseHeaders(200, map[string]string{"content-type": "application/json"})
+	if err != nil || set["x-went-into-resp-headers"] != "true" {
+		t.Fatalf("response headers: %v %v", set, err)
+	}
+	if err := s.SendResponseBody([]byte(`{"usage":{"prompt_tokens":3,`), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendResponseBody([]byte(`"completion_tokens":1}}`), true); err != nil {
+		t.Fatal(err)
+	}
+	got, eos, err := s.RecvResponseBody()
+	if err != nil || !eos || string(got) != `{"usage":{"prompt_tokens":3,"completion_tokens":1}}` {
+		t.Fatalf("a non-streaming response comes back whole at its end: %q %v %v", got, eos, err)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/datalayer"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/envoy"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/llmdtest"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/prefixcache"
 )
@@ -37,7 +36,6 @@ type routerPod struct {
 	eppErr   *proc.Buffer
 	envoyOut *proc.Buffer
 	started  chan epp.StartInfo
-	network  *extproc.Network
 }
 
 var nextIP = 20
@@ -64,7 +62,7 @@ func startRouter(t testing.TB, o podOpts) *routerPod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &routerPod{t: t, ip: newIP(), pods: llmdtest.NewPods(), started: make(chan epp.StartInfo, 1), network: extproc.NewNetwork()}
+	r := &routerPod{t: t, ip: newIP(), pods: llmdtest.NewPods(), started: make(chan epp.StartInfo, 1)}
 	var ips []string
 	for range o.kinds {
 		ips = append(ips, newIP())
@@ -102,14 +100,13 @@ func startRouter(t testing.TB, o podOpts) *routerPod {
 		Files:      func(*proc.Container) fs.FS { return files },
 		Pods:       func(*proc.Container) datalayer.PodSource { return r.pods },
 		Seed:       seed,
-		Network:    r.network,
 		HTTPClient: o.client,
 		KVEvents:   o.kv,
 		Started:    func(i epp.StartInfo) { r.started <- i },
 	}), c)
 	ec, envoyOut, _ := llmdtest.Container(r.ip, "qwen-router-7d9f8-abcde", []string{"-c", "/config/envoy.yaml"}, nil)
 	r.envoyOut = envoyOut
-	r.envoy = llmdtest.Run(envoy.Main(envoy.Deps{Files: func(*proc.Container) fs.FS { return files }, Network: r.network}), ec)
+	r.envoy = llmdtest.Run(envoy.Main(envoy.Deps{Files: func(*proc.Container) fs.FS { return files }}), ec)
 	t.Cleanup(func() {
 		r.envoy.Stop()
 		r.epp.Stop()

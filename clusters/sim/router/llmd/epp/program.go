@@ -5,8 +5,8 @@
 // logs the startup lines as zap JSON on stderr, discovers endpoints by the
 // --endpoint-selector, scrapes engine metrics, schedules each request
 // through the configured profiles, serves metrics and the operator's
-// observer view on --metrics-port, and answers the envoy container through
-// the in-process ext_proc contract (package extproc).
+// observer view on --metrics-port, and answers the envoy container over
+// Envoy's ext_proc gRPC on --grpc-port (package extproc).
 //
 // The run follows llm-d/llm-d-router@71f4f0999f95b96c49a9d0c4afbd18dfdb943c26
 // (v0.10.0) cmd/epp/main.go and cmd/epp/runner/runner.go (Run, setup,
@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"reflect"
@@ -69,9 +68,6 @@ type Deps struct {
 	// Seed seeds the pickers' random tie-break; 0 seeds from the clock as
 	// the EPP does. The seed used is reported in StartInfo.
 	Seed uint64
-	// Network is the ext_proc address table shared with envoy; nil uses
-	// extproc.Default.
-	Network *extproc.Network
 	// Started is called once the EPP serves.
 	Started func(StartInfo)
 }
@@ -81,7 +77,7 @@ type StartInfo struct {
 	Pod, Namespace, Pool string
 	// Seed is the pickers' seed.
 	Seed uint64
-	// ExtProc is the address the ext_proc processor listens on.
+	// ExtProc is the address the ext_proc gRPC server listens on.
 	ExtProc string
 }
 
@@ -360,18 +356,17 @@ func (e *eppProcess) serve(ctx context.Context, opts *options.Options, st *start
 		e.setup.Error(siteMgrError, err, "Error starting controller manager")
 		return 1
 	}
-	network := e.deps.Network
-	if network == nil {
-		network = extproc.Default
-	}
-	addr := net.JoinHostPort(c.Pod.IP, strconv.Itoa(opts.GRPCPort))
-	unlisten, err := network.Listen(addr, st.srv)
+	// ext_proc's gRPC server on --grpc-port of the Pod's address, where
+	// the envoy container's 127.0.0.1:9002 lands.
+	grpcLn, err := c.Listen(":" + strconv.Itoa(opts.GRPCPort))
 	if err != nil {
 		metricsLn.Close()
 		healthLn.Close()
 		e.setup.Error(siteMgrError, err, "Error starting controller manager")
 		return 1
 	}
+	addr := grpcLn.Addr().String()
+	grpcSrv := extproc.Serve(grpcLn, st.srv)
 
 	run, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -445,7 +440,7 @@ func (e *eppProcess) serve(ctx context.Context, opts *options.Options, st *start
 	if st.srv.active.Load() > 0 {
 		e.setup.Info(siteDrainElapsed, "Drain window elapsed, stopping ext_proc server")
 	}
-	unlisten()
+	grpcSrv.Stop()
 	cancel()
 	healthLn.Close()
 	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)

@@ -10,7 +10,6 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/datalayer"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/extproc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/llmdtest"
 )
 
@@ -24,9 +23,8 @@ func runEPP(t *testing.T, args []string, config string, env map[string]string) (
 	}
 	c, _, errw := llmdtest.Container(newIP(), "qwen-router-7d9f8-abcde", args, env)
 	r := llmdtest.Run(epp.Main(epp.Deps{
-		Files:   func(*proc.Container) fs.FS { return files },
-		Pods:    func(*proc.Container) datalayer.PodSource { return llmdtest.NewPods() },
-		Network: extproc.NewNetwork(),
+		Files: func(*proc.Container) fs.FS { return files },
+		Pods:  func(*proc.Container) datalayer.PodSource { return llmdtest.NewPods() },
 	}), c)
 	code, ok := r.Wait(5 * time.Second)
 	if !ok {
