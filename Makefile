@@ -36,7 +36,9 @@ APISERVER_UNIT_PKGS = ./admission/... ./install/... ./podconv/... ./suiterun/...
 
 # On the sim, vllm-router and sgl-model-gateway run as their binaries built
 # from source: make routers first (cached: a second or two when built).
-SIM_ROUTERS = $(if $(filter sim,$(E2E_TARGET)),routers)
+# A run naming another build with E2E_ROUTERS_DIR (the upgrade preview)
+# uses it as built: rebuilding the pins there would overwrite the candidate.
+SIM_ROUTERS = $(if $(filter sim,$(E2E_TARGET)),$(if $(E2E_ROUTERS_DIR),,routers))
 
 # The suite runner (cmd/e2e): checks the label filter, compiles the suite
 # with a visible step, runs Ginkgo with a live traffic line, summarises.

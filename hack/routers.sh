@@ -13,7 +13,7 @@
 #   ROUTER_PATCHES=DIR hack/routers.sh    apply DIR/vllm-router/*.patch (-p1) and
 #                                         DIR/sglang-gateway/*.patch (-p2) first: a copy of the
 #                                         operator's pack/llm-router/patches, to build its image's routers
-#   VLLM_ROUTER_VERSION=0.1.17 SGLANG_ROUTER_VERSION=0.3.2 E2E_ROUTERS_DIR=/tmp/next hack/routers.sh
+#   SGLANG_ROUTER_VERSION=0.3.2 E2E_ROUTERS_DIR=/tmp/next hack/routers.sh
 #                                         another served version (not hash-pinned; its own or a
 #                                         generated lock): the router-upgrade preview
 #
