@@ -271,7 +271,7 @@ func (g *metricsGate) program(real proc.Main) proc.Main {
 // no request waits on the scrape.
 func TestLLMDEngineWhoseMetricsStopAnsweringGoesStaleWithoutHangingRequests(t *testing.T) {
 	gate := &metricsGate{hang: map[string]bool{}}
-	c := realCluster(t, sim.Options{PickerSeed: 3, Programs: programs.Registry{VLLM: gate.program(vllm.Program(vllm.Deps{}))}})
+	c := realCluster(t, sim.Options{PickerSeed: 3, Programs: programs.Registry{VLLM: gate.program(vllm.Main)}})
 	d := deployReady(t, c, md("llmd", api.RouterLLMD, api.EngineVLLM, 2, "--metrics-staleness-threshold=300ms",
 		"--refresh-prometheus-metrics-interval=50ms"))
 	ctx := ctxT(t, 30*time.Second)
