@@ -232,7 +232,10 @@ func (g *metricsGate) program(real proc.Main) proc.Main {
 		}
 		back := make(chan string, 1)
 		inner := *c
-		inner.Listen = func(string) (net.Listener, error) {
+		inner.Listen = func(addr string) (net.Listener, error) {
+			if _, port, _ := net.SplitHostPort(addr); port != "8000" {
+				return c.Listen(addr) // the KV-event sockets, bound before the API server
+			}
 			ln, err := c.Listen("127.0.0.1:0")
 			if err == nil {
 				back <- ln.Addr().String()
