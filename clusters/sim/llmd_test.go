@@ -232,7 +232,10 @@ func (g *metricsGate) program(real proc.Main) proc.Main {
 		}
 		back := make(chan string, 1)
 		inner := *c
-		inner.Listen = func(string) (net.Listener, error) {
+		inner.Listen = func(addr string) (net.Listener, error) {
+			if _, port, _ := net.SplitHostPort(addr); port != "8000" {
+				return c.Listen(addr) // the KV-event sockets, bound before the API server
+			}
 			ln, err := c.Listen("127.0.0.1:0")
 			if err == nil {
 				back <- ln.Addr().String()
@@ -271,7 +274,7 @@ func (g *metricsGate) program(real proc.Main) proc.Main {
 // no request waits on the scrape.
 func TestLLMDEngineWhoseMetricsStopAnsweringGoesStaleWithoutHangingRequests(t *testing.T) {
 	gate := &metricsGate{hang: map[string]bool{}}
-	c := realCluster(t, sim.Options{PickerSeed: 3, Programs: programs.Registry{VLLM: gate.program(vllm.Program(vllm.Deps{}))}})
+	c := realCluster(t, sim.Options{PickerSeed: 3, Programs: programs.Registry{VLLM: gate.program(vllm.Main)}})
 	d := deployReady(t, c, md("llmd", api.RouterLLMD, api.EngineVLLM, 2, "--metrics-staleness-threshold=300ms",
 		"--refresh-prometheus-metrics-interval=50ms"))
 	ctx := ctxT(t, 30*time.Second)

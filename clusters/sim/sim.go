@@ -30,7 +30,6 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/controller"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/kvevents"
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
@@ -191,10 +190,11 @@ func New(opts Options) *Cluster {
 			SGLangGateway: in.Program(api.RouterSGLang, upstream.Options{}),
 		})
 	}
-	// The programs that talk outside HTTP get this cluster: KV events on
-	// one bus, Service names resolved by the EPP's client, EPP seeds kept.
+	// The programs that talk outside HTTP get this cluster: Service names
+	// resolved by the EPP's client, EPP seeds kept. (KV events need
+	// nothing: they travel over real ZMQ between the Pods' addresses.)
 	c.opts.Programs = opts.Programs.Merge(programs.New(programs.Deps{
-		KVEvents: kvevents.NewBus(), HTTPClient: c.serviceClient(), PickerSeed: opts.PickerSeed,
+		HTTPClient: c.serviceClient(), PickerSeed: opts.PickerSeed,
 		EPPStarted: c.eppStarted,
 	}))
 	c.http = &http.Client{

@@ -1,43 +1,134 @@
 package kvevents
 
 import (
+	"bytes"
+	"encoding/hex"
+	"math"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
-func TestBusFollowsZMQPubSub(t *testing.T) {
-	b := NewBus()
-	var got []string
-	// A SUB may connect before the PUB binds.
-	cancel := b.Subscribe("10.0.0.1:5557", "kv@", func(m Batch) { got = append(got, m.Topic) })
-	var other []string
-	defer b.Subscribe("10.0.0.1:5557", "xx", func(m Batch) { other = append(other, m.Topic) })()
-	defer b.Subscribe("10.0.0.2:5557", "", func(m Batch) { other = append(other, "wrong address") })()
+// str is msgpack's fixstr: 0xa0|len, then the bytes.
+func str(s string) string { return hex.EncodeToString(append([]byte{0xa0 | byte(len(s))}, s...)) }
 
-	pub, err := b.Bind("10.0.0.1:5557")
+// The expected bytes are written down from vLLM 0.29.0's struct definitions
+// (vllm-project/vllm@98dff2a81:vllm/distributed/kv_events.py) and what the
+// block pool fills in (vllm/v1/core/block_pool.py, kv_cache_manager.py),
+// field by field, in msgspec's encoding: an array_like struct is a msgpack
+// array of its fields; a tagged struct without array_like is a map whose
+// first key is "type" with the class name, then the fields in declaration
+// order, omitting those equal to their default (omit_defaults=True).
+func TestEncodeWritesVLLMsKVEventBatchByteForByte(t *testing.T) {
+	parent := uint64(0x8000000000000001) // ≥ 2^63: msgpack uint64, 0xcf
+	b := Batch{TS: 1.5, DataParallelRank: 0, Events: []Event{
+		{Kind: BlockStored, BlockHashes: []uint64{7, 300}, ParentBlockHash: &parent, TokenIDs: []uint32{1, 200}, BlockSize: 16},
+		{Kind: BlockRemoved, BlockHashes: []uint64{7}},
+		{Kind: AllBlocksCleared},
+	}}
+	want := strings.Join([]string{
+		"93",                 // EventBatch, array_like: [ts, events, data_parallel_rank]
+		"cb3ff8000000000000", // ts: float 1.5 → float64 (msgspec never shortens floats)
+		"93",                 // events: 3
+		// BlockStored: 11 keys. lora_id, medium, lora_name have no default and are
+		// always written; extra_keys (a list), group_idx (0) and
+		// kv_cache_spec_kind differ from their None defaults; the sliding
+		// window, locality and ownership are None and omitted.
+		"8b",
+		str("type"), str("BlockStored"),
+		str("block_hashes"), "92" + "07" + "cd012c", // [7, 300]: fixint, uint16
+		str("parent_block_hash"), "cf8000000000000001",
+		str("token_ids"), "92" + "01" + "ccc8", // [1, 200]: fixint, uint8
+		str("block_size"), "10", // 16
+		str("lora_id"), "c0", // None
+		str("medium"), str("GPU"), // MEDIUM_GPU
+		str("lora_name"), "c0",
+		str("extra_keys"), "92c0c0", // one None per block: no LoRA, MM, salt
+		str("group_idx"), "00",
+		str("kv_cache_spec_kind"), str("full_attention"), // KVCacheSpecKind.FULL_ATTENTION
+		// BlockRemoved: block_hashes, medium (no default), group_idx 0.
+		"84",
+		str("type"), str("BlockRemoved"),
+		str("block_hashes"), "9107",
+		str("medium"), str("GPU"),
+		str("group_idx"), "00",
+		// AllBlocksCleared: the tag alone.
+		"81", str("type"), str("AllBlocksCleared"),
+		"00", // data_parallel_rank: the publisher sets 0 (not the None default)
+	}, "")
+	got, err := Encode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Bind("10.0.0.1:5557"); err == nil || !strings.Contains(err.Error(), "Address already in use") {
-		t.Fatalf("second bind: %v", err)
+	if hex.EncodeToString(got) != want {
+		t.Fatalf("payload\n got %x\nwant %s", got, want)
 	}
-	pub.Publish(Batch{Topic: "kv@"})
-	pub.Publish(Batch{Topic: "kv@10.0.0.1@m"})
-	pub.Publish(Batch{Topic: "other"})
-	if strings.Join(got, ",") != "kv@,kv@10.0.0.1@m" {
-		t.Fatalf("prefix-filtered, in order: %v", got)
+}
+
+func TestDecodeReadsMapAndLegacyArrayEvents(t *testing.T) {
+	parent := uint64(math.MaxUint64)
+	in := Batch{TS: 2.25, DataParallelRank: 1, Events: []Event{
+		{Kind: BlockStored, BlockHashes: []uint64{1, math.MaxUint64}, ParentBlockHash: &parent, TokenIDs: []uint32{5, 70000}, BlockSize: 16},
+		{Kind: BlockStored, BlockHashes: []uint64{9}, TokenIDs: []uint32{1}, BlockSize: 16},
+		{Kind: BlockRemoved, BlockHashes: []uint64{3}},
+		{Kind: AllBlocksCleared},
+	}}
+	payload, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(other) != 0 {
-		t.Fatalf("other filter or address received %v", other)
+	out, err := Decode(payload)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cancel()
-	pub.Publish(Batch{Topic: "kv@"})
-	if len(got) != 2 {
-		t.Fatalf("delivered after cancel: %v", got)
+	if !reflect.DeepEqual(out, in) {
+		t.Fatalf("round trip\n got %+v\nwant %+v", out, in)
 	}
-	pub.Close()
-	if _, err := b.Bind("10.0.0.1:5557"); err != nil {
-		t.Fatalf("bind after close: %v", err)
+
+	// vLLM before #42892: array_like events, bytes hashes (last 8 count),
+	// and a batch without data_parallel_rank.
+	legacy, _ := msgpack.Marshal([]any{1.0, []any{
+		[]any{"BlockStored", []any{[]byte{0xaa, 0, 0, 0, 0, 0, 0, 0, 2}}, nil, []any{4, 5}, 16, nil},
+		[]any{"BlockRemoved", []any{uint64(2)}},
+	}})
+	out, err = Decode(legacy)
+	if err != nil {
+		t.Fatal(err)
 	}
-	pub.Publish(Batch{Topic: "kv@"}) // a closed publisher sends nothing, not even to a rebound address
+	if len(out.Events) != 2 || out.Events[0].BlockHashes[0] != 2 || out.Events[0].ParentBlockHash != nil ||
+		!reflect.DeepEqual(out.Events[0].TokenIDs, []uint32{4, 5}) || out.Events[1].Kind != BlockRemoved {
+		t.Fatalf("legacy batch decoded as %+v", out)
+	}
+
+	for name, bad := range map[string]any{
+		"unknown tag":  []any{1.0, []any{map[string]any{"type": "Other"}}},
+		"no tag":       []any{1.0, []any{map[string]any{"block_hashes": []any{}}}},
+		"ts not float": []any{"x", []any{}},
+		"hash not int": []any{1.0, []any{map[string]any{"type": "BlockRemoved", "block_hashes": []any{"h"}}}},
+		"no events":    []any{1.0},
+	} {
+		p, _ := msgpack.Marshal(bad)
+		if _, err := Decode(p); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
+
+func TestFramesAreTopicBigEndianSequenceAndPayload(t *testing.T) {
+	f := Frames("kv@", 258, []byte{0x93})
+	if string(f[0]) != "kv@" || !bytes.Equal(f[1], []byte{0, 0, 0, 0, 0, 0, 1, 2}) || !bytes.Equal(f[2], []byte{0x93}) {
+		t.Fatalf("frames %x", f)
+	}
+	topic, seq, payload, err := ParseFrames(f)
+	if err != nil || topic != "kv@" || seq != 258 || payload[0] != 0x93 {
+		t.Fatalf("parsed %q %d %x %v", topic, seq, payload, err)
+	}
+	if _, _, _, err := ParseFrames(f[:2]); err == nil {
+		t.Fatal("two frames parsed")
+	}
+	if _, _, _, err := ParseFrames([][]byte{{}, {1}, {}}); err == nil {
+		t.Fatal("a 1-byte sequence frame parsed")
+	}
 }

@@ -2,13 +2,10 @@ package programs
 
 import (
 	"io/fs"
-	"net"
 	"net/http"
-	"strconv"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/sglang"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/vllm"
-	"github.com/gpustack/routing-conformance/clusters/sim/kvevents"
 	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/envoy"
 	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
@@ -30,9 +27,6 @@ func Default() Registry { return New(Deps{}) }
 // Deps is what the programs that talk to each other outside HTTP need from
 // the cluster that runs them.
 type Deps struct {
-	// KVEvents links vLLM's KV-event publishers to the EPP's precise
-	// prefix-cache producer; nil leaves both unconnected.
-	KVEvents *kvevents.Bus
 	// HTTPClient is the EPP's client for engine metrics and the tokenizer
 	// Service's /render; it must resolve Service names. Nil: epp's default.
 	HTTPClient *http.Client
@@ -46,9 +40,9 @@ type Deps struct {
 // New is the registry with deps wired into the programs that need them.
 func New(d Deps) Registry {
 	r := Registry{
-		VLLM:   vllm.Program(vllm.Deps{KVEvents: d.KVEvents}),
+		VLLM:   vllm.Main,
 		SGLang: sglang.Main,
-		EPP: epp.Main(epp.Deps{Files: mounted, KVEvents: busSource(d.KVEvents), HTTPClient: d.HTTPClient,
+		EPP: epp.Main(epp.Deps{Files: mounted, KVEvents: prefixcache.ZMQSource{}, HTTPClient: d.HTTPClient,
 			Seed: d.PickerSeed, Started: d.EPPStarted}),
 		Envoy:        envoy.Main(envoy.Deps{Files: mounted}),
 		RoutingProxy: sidecar.Main(),
@@ -58,31 +52,3 @@ func New(d Deps) Registry {
 
 // mounted is the container's volumes as the kubelet mounted them.
 func mounted(c *proc.Container) fs.FS { return c.Files }
-
-// busSource adapts the bus to the precise producer's subscriptions: a SUB
-// socket on tcp://<pod>:<socketPort> with the producer's topic filter.
-func busSource(b *kvevents.Bus) prefixcache.KVEventSource {
-	if b == nil {
-		return nil
-	}
-	return bus{b}
-}
-
-type bus struct{ b *kvevents.Bus }
-
-func (s bus) Subscribe(sub prefixcache.Subscriber, deliver func(prefixcache.KVEvent)) func() {
-	addr := net.JoinHostPort(sub.Address, strconv.Itoa(sub.SocketPort))
-	return s.b.Subscribe(addr, sub.TopicFilter, func(batch kvevents.Batch) {
-		for _, ev := range batch.Events {
-			deliver(prefixcache.KVEvent{Topic: batch.Topic, Kind: kinds[ev.Kind],
-				BlockHashes: ev.BlockHashes, ParentBlockHash: ev.ParentBlockHash, TokenIDs: ev.TokenIDs,
-				BlockSize: ev.BlockSize})
-		}
-	})
-}
-
-var kinds = map[kvevents.Kind]prefixcache.KVEventKind{
-	kvevents.BlockStored:      prefixcache.BlockStored,
-	kvevents.BlockRemoved:     prefixcache.BlockRemoved,
-	kvevents.AllBlocksCleared: prefixcache.AllBlocksCleared,
-}

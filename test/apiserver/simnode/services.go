@@ -11,15 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/kvevents"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 )
 
 // programsFor is the node's registry: opts' programs, the rest the sim's
-// emulators wired to this node: one KV-event bus for its vLLM engines and
-// llm-d EPPs, and Service names resolved through the API server.
+// emulators wired to this node: Service names resolved through the API
+// server (KV events travel over real ZMQ between the Pods' addresses).
 func (n *Node) programsFor(opts Options) programs.Registry {
-	return opts.Programs.Merge(programs.New(programs.Deps{KVEvents: kvevents.NewBus(),
+	return opts.Programs.Merge(programs.New(programs.Deps{
 		HTTPClient: programs.ServiceClient(n.resolveService)}))
 }
 

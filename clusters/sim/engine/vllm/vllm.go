@@ -64,17 +64,10 @@ func aboveInfo(level string) bool {
 }
 
 // Main is `vllm` with c.Args the argv after the program name, e.g.
-// ["serve", "Qwen/Qwen3-0.6B", "--host", "0.0.0.0", "--port", "8000"]. Its
-// KV-event publisher, if configured, reaches no subscriber; Program binds it
-// on a bus.
-var Main = Program(Deps{})
-
-// Program returns the vllm program bound to deps.
-func Program(deps Deps) proc.Main {
-	return func(ctx context.Context, c *proc.Container) int { return run(ctx, c, deps) }
-}
-
-func run(ctx context.Context, c *proc.Container, deps Deps) int {
+// ["serve", "Qwen/Qwen3-0.6B", "--host", "0.0.0.0", "--port", "8000"]. A
+// KV-event publisher configured by --kv-events-config binds real ZMQ
+// sockets on the Pod's address.
+func Main(ctx context.Context, c *proc.Container) int {
 	stdout := server.NewLines(c.Stdout)
 	stderr := server.NewLines(c.Stderr)
 	cfg, err := parseArgs(c.Args)
@@ -119,7 +112,7 @@ func run(ctx context.Context, c *proc.Container, deps Deps) int {
 
 	m := newMetrics(cfg)
 	eng := newEngine(cfg, knobs, m)
-	events, err := startKVEvents(cfg.kvEventsConfig, c.Pod.IP, deps.KVEvents)
+	events, err := startKVEvents(cfg.kvEventsConfig, c)
 	if err != nil {
 		lg.log(enginePrefix, "ERROR", "core.py:708", "EngineCore failed to start. "+err.Error())
 		return 1

@@ -85,10 +85,15 @@ func StartContext(ctx context.Context, main proc.Main, args []string, env map[st
 		Stderr: e.Stderr,
 		Pod:    proc.PodInfo{Name: "engine-0", Namespace: "test", IP: "127.0.0.1"},
 		Listen: func(addr string) (net.Listener, error) {
+			_, want, _ := net.SplitHostPort(addr)
+			serving := want == servePort(args)
 			select {
 			case <-e.listened:
-				// The serving port is bound: a further listener gets a port of its own.
-				_, want, _ := net.SplitHostPort(addr)
+				serving = false
+			default:
+			}
+			if !serving && (servePort(args) != "" || isClosed(e.listened)) {
+				// Not the serving port (or it is bound already): a port of its own.
 				ln, err := net.Listen("tcp", "127.0.0.1:0")
 				if err == nil {
 					e.mu.Lock()
@@ -96,7 +101,6 @@ func StartContext(ctx context.Context, main proc.Main, args []string, env map[st
 					e.mu.Unlock()
 				}
 				return ln, err
-			default:
 			}
 			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 			if err == nil {
@@ -110,6 +114,30 @@ func StartContext(ctx context.Context, main proc.Main, args []string, env map[st
 		e.code = main(ctx, c)
 	}()
 	return e, nil
+}
+
+// servePort is the --port argv names ("" when none does): the listener
+// asking for it gets the Engine's URL, whatever the program binds first
+// (vLLM binds its KV-event sockets before the API server).
+func servePort(args []string) string {
+	for i, a := range args {
+		if a == "--port" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--port="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func freePort() (int, error) {
