@@ -79,4 +79,3 @@ func TestBuiltEPPServesBothEngines(t *testing.T) {
 		})
 	}
 }
-
