@@ -5,7 +5,8 @@ const (
 	// RouterEmulated: this project's emulation of the router.
 	RouterEmulated = "emulated"
 	// RouterBuilt: the router's own binary, built from its pinned source
-	// (the sim's vllm-router and sglang-gateway, make routers).
+	// (the sim's vllm-router and sglang-gateway, make routers; llm-d-router's
+	// EPP under sim.llmd: upstream, make upstream-llmd).
 	RouterBuilt = "built from source"
 )
 
@@ -15,7 +16,8 @@ const (
 type RouterCode struct {
 	// Implementation is RouterEmulated or RouterBuilt.
 	Implementation string `json:"implementation"`
-	// Emulates names the router release an emulation follows.
+	// Emulates names the router release an emulation follows; beside a
+	// build, what of the router stays emulated (llm-d-router's envoy).
 	Emulates string `json:"emulates,omitempty"`
 	// Binary is the binary built (vllm-router, sgl-model-gateway).
 	Binary string `json:"binary,omitempty"`
@@ -26,6 +28,9 @@ type RouterCode struct {
 	Version string `json:"version,omitempty"`
 	File    string `json:"file,omitempty"`
 	SHA256  string `json:"sha256,omitempty"`
+	// Commit is the source's commit, where it was built from a git
+	// checkout or module (llm-d-router's EPP).
+	Commit string `json:"commit,omitempty"`
 	// HashChecked: the source is the pinned one (digest and lock).
 	HashChecked bool `json:"hashChecked,omitempty"`
 	// Patches are the patch files applied to the source, in order.

@@ -137,7 +137,21 @@ type Sim struct {
 	EngineTTFT         Duration `json:"engineTTFT"`
 	EngineITL          Duration `json:"engineITL"`
 	EngineOutputTokens int      `json:"engineOutputTokens"`
+	// LLMD says what runs as the llm-d-router pairs' epp container:
+	// SimLLMDEmulated (this project's emulation of v0.10.0, the default) or
+	// SimLLMDUpstream (llm-d-router's own EPP, built by make upstream-llmd;
+	// docs/upstream-llmd.md).
+	LLMD string `json:"llmd,omitempty"`
 }
+
+// The sim.llmd values.
+const (
+	SimLLMDEmulated = "emulated"
+	SimLLMDUpstream = "upstream"
+)
+
+// SimLLMDModes are the accepted sim.llmd values.
+var SimLLMDModes = []string{SimLLMDEmulated, SimLLMDUpstream}
 
 // Kube holds options of an existing cluster.
 type Kube struct {
@@ -340,6 +354,7 @@ func (c *Config) validate() error {
 		p.add(c, "artifacts", "must name a directory for reports (or set ARTIFACTS)")
 	}
 	c.oneOf(&p, "collectArtifacts", c.CollectArtifacts, CollectModes)
+	c.oneOf(&p, "sim.llmd", c.Sim.LLMD, SimLLMDModes)
 	if c.Sim.EngineOutputTokens < 1 {
 		p.add(c, "sim.engineOutputTokens", fmt.Sprintf("must be at least 1, got %d", c.Sim.EngineOutputTokens))
 	}

@@ -403,3 +403,23 @@ func TestSimRoutersRetired(t *testing.T) {
 	mustFail(t, "sim:\n  routers: emulated\n", noEnv, `sim.routers`)
 	mustFail(t, "sim:\n  upstreamIntervals:\n    deleterouter/fault-window: [3s, 20ms]\n", noEnv, `sim.upstreamIntervals`)
 }
+
+func TestSimLLMDPicksTheEPP(t *testing.T) {
+	c, err := parse(t, "", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sim.LLMD != SimLLMDEmulated {
+		t.Errorf("sim.llmd defaults to %q, want %q", c.Sim.LLMD, SimLLMDEmulated)
+	}
+	c, err = parse(t, "sim:\n  llmd: upstream\n", noEnv)
+	if err != nil || c.Sim.LLMD != SimLLMDUpstream {
+		t.Fatalf("sim.llmd: upstream from the file: %v %+v", err, c)
+	}
+	c, err = parse(t, "sim:\n  llmd: upstream\n", envMap(map[string]string{"E2E_SIM_LLMD": "emulated"}))
+	if err != nil || c.Sim.LLMD != SimLLMDEmulated {
+		t.Fatalf("E2E_SIM_LLMD overrides sim.llmd: %v %+v", err, c)
+	}
+	mustFail(t, "sim:\n  llmd: real\n", noEnv, `e2e.yaml: sim.llmd "real" is not one of emulated, upstream (line 2)`)
+	mustFail(t, "", envMap(map[string]string{"E2E_SIM_LLMD": "built"}), `sim.llmd "built" is not one of emulated, upstream`)
+}

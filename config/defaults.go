@@ -61,6 +61,7 @@ func Default() *Config {
 			EngineTTFT:         Duration(2 * time.Millisecond),
 			EngineITL:          Duration(200 * time.Microsecond),
 			EngineOutputTokens: 16,
+			LLMD:               SimLLMDEmulated,
 		},
 		Kube: Kube{NamespacePrefix: "rc-", OperatorNamespace: "gpustack-system"},
 		Kind: Kind{ClusterName: "routing-conformance"},

@@ -162,6 +162,7 @@ func Overrides() []Override {
 		{Env: "E2E_KIND_CONFIG", Field: "kind.config", Help: "kind cluster config file", set: str(func(c *Config) *string { return &c.Kind.Config })},
 		{Env: "E2E_KIND_NODE_IMAGE", Field: "kind.nodeImage", Help: "kindest/node image", set: str(func(c *Config) *string { return &c.Kind.NodeImage })},
 		{Env: "E2E_OPERATOR_CHART", Field: "kind.operatorChart", Help: "gpustack-operator chart", set: str(func(c *Config) *string { return &c.Kind.OperatorChart })},
+		{Env: "E2E_SIM_LLMD", Field: "sim.llmd", Help: "emulated or upstream: the llm-d-router pairs' EPP", set: str(func(c *Config) *string { return &c.Sim.LLMD })},
 		{Env: "E2E_KEEP_CLUSTER", Field: "kind.keepCluster", Help: "true keeps the kind cluster", set: boolField(func(c *Config) *bool { return &c.Kind.KeepCluster })},
 	}
 }

@@ -11,29 +11,39 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
 
-var update = flag.Bool("update", false, "rewrite the generated tables of routers-from-source.md")
+var update = flag.Bool("update", false, "rewrite the generated tables of routers-from-source.md and upstream-llmd.md")
 
-// generated are routers-from-source.md's tables, each made from the one Go
-// table the code runs on, so the page and the code never say two things.
-var generated = map[string]func() string{
-	"translations": upstream.TranslationsMarkdown,
-	"patches":      upstream.PatchesMarkdown,
+// generated are the pages' tables, each made from the one Go table the code
+// runs on, so the page and the code never say two things.
+var generated = map[string]map[string]func() string{
+	"routers-from-source.md": {
+		"translations": upstream.TranslationsMarkdown,
+		"patches":      upstream.PatchesMarkdown,
+	},
+	"upstream-llmd.md": {"epp-translations": upstream.EPPTranslationsMarkdown},
 }
 
 // TestRouterTables: routers-from-source.md holds each table exactly as its
 // Go table renders it (-update rewrites them).
 func TestRouterTables(t *testing.T) {
-	path := filepath.Join(repoRoot(t), "docs", "routers-from-source.md")
+	for page, tables := range generated {
+		checkGenerated(t, page, tables)
+	}
+}
+
+func checkGenerated(t *testing.T, page string, tables map[string]func() string) {
+	t.Helper()
+	path := filepath.Join(repoRoot(t), "docs", page)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	for name, render := range generated {
+	for name, render := range tables {
 		block := regexp.MustCompile(`(?s)(<!-- generated: ` + name + ` -->\n)(.*?)(<!-- end: ` + name + ` -->)`)
 		m := block.FindStringSubmatch(text)
 		if m == nil {
-			t.Errorf("docs/routers-from-source.md has no <!-- generated: %s --> ... <!-- end: %s --> block", name, name)
+			t.Errorf("docs/%s has no <!-- generated: %s --> ... <!-- end: %s --> block", page, name, name)
 			continue
 		}
 		want := render()
@@ -44,7 +54,7 @@ func TestRouterTables(t *testing.T) {
 			text = block.ReplaceAllLiteralString(text, m[1]+want+m[3])
 			continue
 		}
-		t.Errorf("docs/routers-from-source.md's %s table differs from the code's; run go test ./docs -run TestRouterTables -update\ncode:\n%s", name, want)
+		t.Errorf("docs/%s's %s table differs from the code's; run go test ./docs -run TestRouterTables -update\ncode:\n%s", page, name, want)
 	}
 	if *update {
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {

@@ -35,7 +35,8 @@ func routerCode(env clusters.Environment) []PairRouterCode {
 func unpinnedRouters(codes []PairRouterCode) string {
 	var names []string
 	for _, c := range codes {
-		if c.Implementation != clusters.RouterBuilt || (c.HashChecked && len(c.Patches) == 0) {
+		// A build from a commit (llm-d-router's EPP) names its commit instead.
+		if c.Implementation != clusters.RouterBuilt || c.Commit != "" || (c.HashChecked && len(c.Patches) == 0) {
 			continue
 		}
 		n := c.Binary + " " + c.Version
@@ -60,6 +61,13 @@ func routerCodeRows(codes []PairRouterCode) []EnvRow {
 		var v string
 		switch c.Implementation {
 		case clusters.RouterBuilt:
+			if c.Commit != "" {
+				v = fmt.Sprintf("built from source: %s %s @%s (%s, binary sha256 %s)", c.Package, c.Version, c.Commit, c.Binary, c.SHA256)
+				if c.Emulates != "" {
+					v += "; emulated beside it: " + c.Emulates
+				}
+				break
+			}
 			pinned := "hash-pinned"
 			if !c.HashChecked {
 				pinned = "not hash-pinned: a version other than the pins"

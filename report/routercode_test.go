@@ -24,6 +24,9 @@ func TestReportSaysWhichRouterCodeRan(t *testing.T) {
 		{Pair: api.Pair{Router: api.RouterSGLang, Engine: api.EngineSGLang}, Supported: true,
 			RouterCode: built("sgl-model-gateway", "sglang-router", "0.3.2", false, "0001-x.patch")},
 		{Pair: api.Pair{Router: api.RouterLLMD, Engine: api.EngineVLLM}, Supported: true, RouterCode: emulated},
+		{Pair: api.Pair{Router: api.RouterLLMD, Engine: api.EngineSGLang}, Supported: true, RouterCode: &clusters.RouterCode{
+			Implementation: clusters.RouterBuilt, Binary: "epp", Package: "github.com/llm-d/llm-d-router", Version: "v0.10.0",
+			Commit: "71f4f0999f95b96c49a9d0c4afbd18dfdb943c26", SHA256: "da2a", Emulates: "envoy"}},
 		{Pair: api.Pair{Router: api.RouterVLLM, Engine: api.EngineSGLang}, Reason: "not fronted"},
 	}
 	m := meta(t)
@@ -41,6 +44,7 @@ func TestReportSaysWhichRouterCodeRan(t *testing.T) {
 		"Router code, vllm-router+vLLM":      "built from source: vllm-router 0.1.15 (vllm-router, sdist vllm-router-0.1.15.tar.gz, sha256 af8e, hash-pinned)",
 		"Router code, sglang-gateway+SGLang": "built from source: sgl-model-gateway 0.3.2 (sglang-router, sdist sglang-router-0.3.2.tar.gz, sha256 af8e, not hash-pinned: a version other than the pins); patches: 0001-x.patch",
 		"Router code, llm-d-router+vLLM":     "emulated (llm-d-router v0.10.0 epp + envoy)",
+		"Router code, llm-d-router+SGLang":   "built from source: github.com/llm-d/llm-d-router v0.10.0 @71f4f0999f95b96c49a9d0c4afbd18dfdb943c26 (epp, binary sha256 da2a); emulated beside it: envoy",
 	} {
 		if !strings.Contains(block[name], want) {
 			t.Errorf("environment %q = %q, want it to contain %q", name, block[name], want)

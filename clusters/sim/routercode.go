@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 )
@@ -19,12 +20,20 @@ func (c *Cluster) routerCode(router string) *clusters.RouterCode {
 		code := c.opts.Routers.Code(router)
 		return &code
 	}
+	if router == api.RouterLLMD && c.opts.LLMD != nil {
+		code := c.opts.LLMD.Code()
+		return &code
+	}
 	return &clusters.RouterCode{Implementation: clusters.RouterEmulated,
 		Emulates: strings.TrimSuffix(LLMDRouterVersion, " (simulated)")}
 }
 
 // describeRouters names the builds that run.
 func (c *Cluster) describeRouters(env *clusters.Environment) {
+	if c.opts.LLMD != nil {
+		env.Notes = append(env.Notes, c.opts.LLMD.Describe()+"; envoy stays emulated; it discovers the engines through a file "+
+			"the sim writes from the kubelet's Pods (docs/upstream-llmd.md#the-real-epp-on-the-sim)")
+	}
 	if c.opts.Routers == nil {
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -115,6 +116,11 @@ type Options struct {
 	// not supported, with the reason (no router of theirs is emulated). A
 	// Programs field set for one of those routers wins.
 	Routers *upstream.Install
+	// LLMD, when set, runs llm-d-router's own EPP (make upstream-llmd) as
+	// the llm-d-router pairs' epp container (sim.llmd: upstream), with
+	// file discovery from the kubelet's Pods (docs/upstream-llmd.md). Nil:
+	// the emulated EPP. A Programs.EPP set wins.
+	LLMD *upstream.EPPInstall
 }
 
 func (o Options) withDefaults() Options {
@@ -190,6 +196,17 @@ func New(opts Options) *Cluster {
 			SGLangGateway: in.Program(api.RouterSGLang, upstream.Options{}),
 		})
 	}
+	if in := opts.LLMD; in != nil {
+		opts.Programs = opts.Programs.Merge(programs.Registry{
+			EPP: in.EPPProgram(upstream.EPPOptions{Resolve: func(_ context.Context, svc, ns, port string) (string, error) {
+				ip, err := c.resolveService(svc, ns)
+				if err != nil {
+					return "", err
+				}
+				return net.JoinHostPort(ip, port), nil
+			}}),
+		})
+	}
 	// The programs that talk outside HTTP get this cluster: Service names
 	// resolved by the EPP's client, EPP seeds kept. (KV events need
 	// nothing: they travel over real ZMQ between the Pods' addresses.)
@@ -220,14 +237,18 @@ func (c *Cluster) Kubelet() *kubelet.Kubelet { return c.kube }
 // Describe reports the sim's versions and which pairs it can run.
 func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 	p := c.opts.Programs
+	llmd := LLMDRouterVersion
+	if c.opts.LLMD != nil {
+		llmd = "llm-d-router " + c.opts.LLMD.Version + " epp built from source @" + c.opts.LLMD.RouterCommit + ", envoy (simulated)"
+	}
 	env := clusters.Environment{
 		Target:          "sim",
 		OperatorVersion: "gpustack-operator (admission, rendering and status emulated by clusters/sim/operator)",
 		RouterImage: fmt.Sprintf("%s (not run: vllm-router and sgl-model-gateway are built from source, llm-d-router is %s)",
-			operator.DefaultRouterImage, LLMDRouterVersion),
+			operator.DefaultRouterImage, llmd),
 		EngineImages: map[string]string{},
 		Notes: []string{
-			LLMDRouterVersion,
+			llmd,
 			emulatorsNote,
 			"times are scaled: probes every " + c.opts.ProbePeriod.String() + ", restart back-off from " +
 				durationOr(c.opts.Kubelet.BackoffInitial, kubelet.DefaultBackoffInitial).String(),

@@ -32,6 +32,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/config"
 )
 
 // Exit codes.
@@ -74,6 +75,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	tokens := fs.Int("output-tokens", 0, "tokens generated when max_tokens is absent (0 = engine default)")
 	startup := fs.Duration("startup-delay", 0, "engines' startup delay before /health answers")
 	seed := fs.Uint64("picker-seed", 0, "seed of llm-d-router's random tie-break (0 = each epp seeds from the clock)")
+	llmd := fs.String("llmd", config.SimLLMDEmulated, "llm-d-router's epp container: emulated, or upstream (the EPP make upstream-llmd built; E2E_LLMD_DIR)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: routing-sim -f md.yaml [flags]")
 		fs.PrintDefaults()
@@ -137,9 +139,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			routers = in
 		}
 	}
+	var epp *upstream.EPPInstall
+	if r := md.Spec.Router; r != nil && r.Name == api.RouterLLMD && *llmd != config.SimLLMDEmulated {
+		if *llmd != config.SimLLMDUpstream {
+			fmt.Fprintf(stderr, "routing-sim: -llmd=%s: accepted values: %s\n", *llmd, strings.Join(config.SimLLMDModes, ", "))
+			return exitUsage
+		}
+		in, err := upstream.LoadEPP("")
+		if err != nil {
+			fmt.Fprintf(stderr, "routing-sim: -llmd=upstream: %v\n", err)
+			return exitFailure
+		}
+		epp = in
+	}
 	cluster := sim.New(sim.Options{
 		Programs:   progs,
 		Routers:    routers,
+		LLMD:       epp,
 		Engine:     sim.EngineKnobs{TTFT: *ttft, ITL: *itl, OutputTokens: *tokens, StartupDelay: *startup},
 		PickerSeed: *seed,
 		Kubelet: kubelet.Options{LogSink: func(l kubelet.LogLine) {

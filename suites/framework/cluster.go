@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
+	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/kind"
 	"github.com/gpustack/routing-conformance/clusters/kube"
@@ -56,6 +57,15 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 				return nil, fmt.Errorf("%s: the sim runs vllm-router and sglang-gateway as their binaries built from source: %w", cfg.File(), err)
 			}
 			opts.Routers = in
+		}
+		// sim.llmd: upstream runs llm-d-router's own EPP (make upstream-llmd)
+		// as the llm-d-router pairs' epp container.
+		if cfg.Sim.LLMD == config.SimLLMDUpstream && slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return r.Name == api.RouterLLMD }) {
+			in, err := upstream.LoadEPP("")
+			if err != nil {
+				return nil, fmt.Errorf("%s: sim.llmd is upstream (E2E_SIM_LLMD): %w", cfg.File(), err)
+			}
+			opts.LLMD = in
 		}
 		return sim.New(opts), nil
 	case config.TargetKube, config.TargetKind:

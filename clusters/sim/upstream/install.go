@@ -106,8 +106,12 @@ func Supports(router string) bool { return slices.Contains(Routers(), router) }
 
 // Dir is the manifest directory: $E2E_ROUTERS_DIR, else .routers in the
 // module root found from the working directory.
-func Dir() (string, error) {
-	if d := os.Getenv(EnvDir); d != "" {
+func Dir() (string, error) { return moduleDir(EnvDir, DefaultDir) }
+
+// moduleDir is $env, else def in the module root found from the working
+// directory.
+func moduleDir(env, def string) (string, error) {
+	if d := os.Getenv(env); d != "" {
 		return filepath.Abs(d)
 	}
 	wd, err := os.Getwd()
@@ -117,10 +121,10 @@ func Dir() (string, error) {
 	for d := wd; ; d = filepath.Dir(d) {
 		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
 			bytes.Contains(b, []byte("module github.com/gpustack/routing-conformance\n")) {
-			return filepath.Join(d, DefaultDir), nil
+			return filepath.Join(d, def), nil
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("routers: no go.mod of github.com/gpustack/routing-conformance above %s; set %s to the directory make routers wrote", wd, EnvDir)
+			return "", fmt.Errorf("no go.mod of github.com/gpustack/routing-conformance above %s; set %s to the directory the build wrote", wd, env)
 		}
 	}
 }

@@ -134,7 +134,7 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if srv := front(c, loopback, port, exited, drain, before, wrap); srv != nil {
+			if srv := front(c, hostPort(loopback, port), port, exited, drain, before, wrap); srv != nil {
 				mu.Lock()
 				fronts = append(fronts, srv)
 				mu.Unlock()
@@ -258,28 +258,16 @@ func processEnv(container, plan map[string]string) []string {
 	return env
 }
 
-// front serves the Pod IP's port once the process has bound the same port
-// on the Pod's loopback (and before, when set, has returned), proxying
+// front serves the Pod IP's port once the process has bound backend (the
+// same port on the Pod's loopback, or another: the EPP's) (and before, when set, has returned), proxying
 // each request to it (through wrap, when set) behind the Pod's HTTP
 // faults, until the process exits, or, once drain is closed, shutting
 // down gracefully. It returns nil if the process exits first or before
 // fails (said on the container's stderr).
-func front(c *proc.Container, loopback string, port int, exited, drain <-chan struct{}, before func(backend string) error,
+func front(c *proc.Container, backend string, port int, exited, drain <-chan struct{}, before func(backend string) error,
 	wrap func(http.Handler) http.Handler) *http.Server {
-	backend := net.JoinHostPort(loopback, strconv.Itoa(port))
-	tick := time.NewTicker(pollBound)
-	defer tick.Stop()
-	for {
-		conn, err := net.DialTimeout("tcp", backend, time.Second)
-		if err == nil {
-			_ = conn.Close()
-			break
-		}
-		select {
-		case <-exited:
-			return nil
-		case <-tick.C:
-		}
+	if !awaitBound(backend, exited) {
+		return nil
 	}
 	if before != nil {
 		if err := before(backend); err != nil {
@@ -341,4 +329,23 @@ func front(c *proc.Container, loopback string, port int, exited, drain <-chan st
 		_ = srv.Close()
 	}()
 	return srv
+}
+
+// awaitBound waits until something accepts on backend (true), or the
+// process exits first (false).
+func awaitBound(backend string, exited <-chan struct{}) bool {
+	tick := time.NewTicker(pollBound)
+	defer tick.Stop()
+	for {
+		conn, err := net.DialTimeout("tcp", backend, time.Second)
+		if err == nil {
+			_ = conn.Close()
+			return true
+		}
+		select {
+		case <-exited:
+			return false
+		case <-tick.C:
+		}
+	}
 }
