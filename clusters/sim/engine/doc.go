@@ -61,7 +61,9 @@
 //     them; --num-gpu-blocks-override / --max-total-tokens set it).
 //   - TTFT does not depend on prompt length or cache hits; there is no
 //     preemption (vllm:num_preemptions_total stays 0).
-//   - n>1 and batched completion prompts are refused with a 400 that says so.
+//   - Batched completion prompts are refused with a 400 that says so. n > 1
+//     is served, but the filler output is deterministic, so every choice
+//     has the same text and finish.
 //   - vLLM counts a client abort in request_success_total{finished_reason=
 //     "abort"} (the reference left this unverified).
 //   - SGLang's decode-stats log (which resets cache_hit_rate to 0) fires

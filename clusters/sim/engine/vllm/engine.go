@@ -3,6 +3,7 @@ package vllm
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/openai"
@@ -42,6 +43,16 @@ type seq struct {
 	out       openai.Output
 	maxTokens int // SamplingParams.max_tokens: the request's, capped by the context window
 	arrival   time.Time
+	// cacheOnAdmit caches the prompt's full blocks as soon as the sequence
+	// is admitted, as vLLM's KVCacheManager.allocate_slots does when it
+	// allocates them (vllm-project/vllm@98dff2a81:vllm/v1/core/kv_cache_manager.py):
+	// the children of an n > 1 request, scheduled one after another, find
+	// the first child's blocks. A single request keeps caching them after
+	// its prefill (the sim's way; see doc.go).
+	cacheOnAdmit bool
+	// admitted, if not nil, is called once the sequence was admitted and
+	// looked up the cache.
+	admitted func()
 }
 
 // result is what happened to a sequence.
@@ -70,6 +81,12 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 	p := len(s.prompt)
 	if e.cache != nil && !s.skipCache {
 		res.cached = e.cache.Match(s.prompt, s.salt)
+		if s.cacheOnAdmit {
+			e.cache.Insert(s.prompt, s.salt)
+		}
+	}
+	if s.admitted != nil {
+		s.admitted()
 	}
 	if e.cache != nil {
 		e.m.prefixQueries.Add(float64(p))
@@ -153,18 +170,86 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 	e.m.inference.Observe(end.Sub(tk.Admitted).Seconds())
 	e.m.prefill.Observe(firstTok.Sub(tk.Admitted).Seconds())
 	e.m.decode.Observe(end.Sub(firstTok).Seconds())
+	// mean_time_per_output_token is 0 for a request with one output token
+	// (IterationStats.update_from_finished_request, vllm/v1/metrics/stats.py).
+	tpot := 0.0
 	if n > 1 {
-		e.m.tpot.Observe(end.Sub(firstTok).Seconds() / float64(n-1))
+		tpot = end.Sub(firstTok).Seconds() / float64(n-1)
 	}
+	e.m.tpot.Observe(tpot)
 	e.m.promptTokensHist.Observe(float64(p))
 	e.m.genTokensHist.Observe(float64(n))
-	e.m.paramsN.Observe(1)
-	maxGen := e.cfg.maxModelLen - p
-	if s.maxTokens >= 0 {
+	if s.maxTokens > 0 {
 		e.m.paramsMaxTokens.Observe(float64(s.maxTokens))
-		maxGen = s.maxTokens
 	}
-	e.m.maxGenTokens.Observe(float64(maxGen))
 	e.m.prefillKV.Observe(float64(p - res.cached))
+	return res, nil
+}
+
+// finishParent records what vLLM records once per request rather than per
+// engine sequence, when the last of its n sequences finished
+// (ParentRequest.observe_finished_request in
+// vllm-project/vllm@98dff2a81:vllm/v1/engine/parallel_sampling.py):
+// request_params_n observes n, and request_max_num_generation_tokens the
+// most tokens any of its sequences generated.
+func (e *engine) finishParent(n int, res []result) {
+	most := 0
+	for _, r := range res {
+		most = max(most, r.generated)
+	}
+	e.m.paramsN.Observe(float64(n))
+	e.m.maxGenTokens.Observe(float64(most))
+}
+
+// runN runs the n sequences of one request. vLLM's AsyncLLM.add_request
+// fans a request with n > 1 out into n child requests "<i>_<id>", each with
+// n=1, added one after another (vllm-project/vllm@98dff2a81:vllm/v1/engine/async_llm.py,
+// parallel_sampling.py ParentRequest.get_child_info); the engine core
+// schedules, counts and finishes each child as a request of its own. So
+// does runN: child i+1 is admitted after child i, the children decode side
+// by side, and each one's emit calls carry its index. The first error ends
+// the others (a client gone aborts every child).
+func (e *engine) runN(ctx context.Context, seqs []*seq, emit func(child, i int, r *result) error) ([]result, error) {
+	if len(seqs) == 1 {
+		var em func(int, *result) error
+		if emit != nil {
+			em = func(i int, r *result) error { return emit(0, i, r) }
+		}
+		r, err := e.run(ctx, seqs[0], em)
+		return []result{r}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := make([]result, len(seqs))
+	errs := make([]error, len(seqs))
+	var wg sync.WaitGroup
+	for k, s := range seqs {
+		admitted := make(chan struct{})
+		s.admitted = sync.OnceFunc(func() { close(admitted) })
+		s.cacheOnAdmit = true
+		var em func(int, *result) error
+		if emit != nil {
+			em = func(i int, r *result) error { return emit(k, i, r) }
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.admitted()
+			res[k], errs[k] = e.run(ctx, s, em)
+			if errs[k] != nil {
+				cancel()
+			}
+		}()
+		select {
+		case <-admitted:
+		case <-ctx.Done():
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
