@@ -64,6 +64,12 @@
 //   - Batched completion prompts are refused with a 400 that says so. n > 1
 //     is served, but the filler output is deterministic, so every choice
 //     has the same text and finish.
+//   - A vLLM MooncakeConnector consumer given a remote prefill counts the
+//     prompt as transferred without contacting the prefill (no KV moves);
+//     given do_remote_prefill with incomplete params, or an engine id the
+//     bootstrap server does not know, it prefills locally where the real
+//     one waits for a pull that never starts. A producer frees its KV
+//     blocks at once instead of holding them for the decode's pull.
 //   - vLLM counts a client abort in request_success_total{finished_reason=
 //     "abort"} (the reference left this unverified).
 //   - SGLang's decode-stats log (which resets cache_hit_rate to 0) fires

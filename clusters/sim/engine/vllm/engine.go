@@ -50,6 +50,9 @@ type seq struct {
 	// the first child's blocks. A single request keeps caching them after
 	// its prefill (the sim's way; see doc.go).
 	cacheOnAdmit bool
+	// remote is a decode engine's remote prefill: the prompt's KV, past
+	// what the local cache holds, comes from the prefill engine.
+	remote bool
 	// admitted, if not nil, is called once the sequence was admitted and
 	// looked up the cache.
 	admitted func()
@@ -57,7 +60,8 @@ type seq struct {
 
 // result is what happened to a sequence.
 type result struct {
-	cached    int
+	cached    int // prompt tokens found in the local prefix cache
+	external  int // prompt tokens whose KV the connector loads (remote prefill)
 	generated int
 	finish    string // stop, length or abort
 }
@@ -92,10 +96,28 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 		e.m.prefixQueries.Add(float64(p))
 		e.m.prefixHits.Add(float64(res.cached))
 	}
+	// With a KV connector the scheduler asks it, at the request's first
+	// scheduling, for the tokens past the local hit; MooncakeConnector
+	// offers the whole rest of the prompt on a remote prefill, nothing
+	// otherwise. connector_prefix_cache_stats records the query (prompt
+	// minus local hit) and the hit, and the request's PrefillStats split
+	// its prompt into local hit, external transfer and local compute
+	// (vllm-project/vllm@98dff2a81:vllm/v1/core/sched/scheduler.py schedule,
+	// vllm/v1/metrics/stats.py PrefillStats). The engine then recomputes the
+	// last prompt token (_update_waiting_for_remote_kv); the sim's TTFT
+	// stands for transfer and step together.
+	if s.remote {
+		res.external = p - res.cached
+	}
+	if e.cfg.kvTransferConfig != "" && p > res.cached {
+		e.m.extQueries.Add(float64(p - res.cached))
+		e.m.extHits.Add(float64(res.external))
+	}
 	e.m.promptTokens.Add(float64(p))
-	e.m.promptCached.Add(float64(res.cached))
-	e.m.bySourceCompute.Add(float64(p - res.cached))
+	e.m.promptCached.Add(float64(res.cached + res.external))
+	e.m.bySourceCompute.Add(float64(p - res.cached - res.external))
 	e.m.bySourceCache.Add(float64(res.cached))
+	e.m.bySourceExternal.Add(float64(res.external))
 
 	var pace sched.Pacer
 	defer pace.Stop()
@@ -118,7 +140,10 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 		res.generated = 1
 		e.m.ttft.Observe(firstTok.Sub(s.arrival).Seconds())
 	}
-	e.m.iterationTokens.Observe(float64(p + min(n, 1)))
+	// iteration_tokens_total observes the tokens computed in a step: the
+	// prompt less what was cached or transferred (PromptTokenStats.computed,
+	// vllm/v1/metrics/loggers.py).
+	e.m.iterationTokens.Observe(float64(p - res.cached - res.external + min(n, 1)))
 
 	// Decode: one token per ITL.
 	if emit != nil {
@@ -182,7 +207,7 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 	if s.maxTokens > 0 {
 		e.m.paramsMaxTokens.Observe(float64(s.maxTokens))
 	}
-	e.m.prefillKV.Observe(float64(p - res.cached))
+	e.m.prefillKV.Observe(float64(p - res.cached - res.external))
 	return res, nil
 }
 

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -227,6 +228,11 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	*pp = req.Prompt
 	common, prompt := &req.Common, req.Prompt
+	kvParams, err := kvTransferParams(common.KVTransferParams)
+	if err != nil {
+		a.badRequest(w, err)
+		return
+	}
 	if common.StreamOptions != nil && !common.Stream {
 		msg, _ := validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"body"}, Msg: "Value error, Stream options can only be defined when `stream=True`.", Input: "<dict>", Ctx: "Stream options can only be defined when `stream=True`."}})
 		writeError(w, http.StatusBadRequest, "Bad Request", msg, "body")
@@ -273,10 +279,17 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if chat {
 		id = "chatcmpl-" + base
 	}
+	// A decode engine pulls the prompt's KV when the request asks for a
+	// remote prefill; otherwise it prefills locally, as without a connector.
+	remote := false
+	if mooncakeConsumer(a.cfg.kvTransferConfig) {
+		wants, complete := remotePrefill(kvParams)
+		remote = wants && complete
+	}
 	// One engine sequence per choice (n > 1 fans out into children).
 	seqs := make([]*seq, common.N)
 	for k := range seqs {
-		seqs[k] = &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: limit, arrival: arrival}
+		seqs[k] = &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: limit, arrival: arrival, remote: remote}
 	}
 	created := arrival.Unix()
 	if common.Stream {
@@ -302,7 +315,8 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		choices[k] = choice{text: out.Text(), finish: res.finish, stopReason: stopReason(out, res.finish)}
 		completion += res.generated
 	}
-	u := usage{prompt: p, completion: completion, cached: results[len(results)-1].cached, details: a.cfg.promptTokensDetail}
+	last := results[len(results)-1]
+	u := usage{prompt: p, completion: completion, cached: last.cached + last.external, details: a.cfg.promptTokensDetail}
 	if f := r.Header.Get("endpoint-load-metrics-format"); f != "" {
 		if v := a.orcaHeader(f); v != "" {
 			w.Header().Set("endpoint-load-metrics", v)
@@ -314,6 +328,22 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		}
 		return appendCompletionResponse(b, id, created, model, choices, u)
 	})
+}
+
+// kvTransferParams validates kv_transfer_params as the request models
+// declare it, dict[str, Any] | None (vllm-project/vllm@98dff2a81:vllm/entrypoints/openai/chat_completion/protocol.py,
+// completion/protocol.py): anything but an object or null is a
+// validation error. An empty object, like null, passes no params
+// (to_sampling_params copies them only when truthy).
+func kvTransferParams(raw []byte) (map[string]json.RawMessage, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, &openai.ValidationError{Errors: []openai.FieldError{{Type: "dict_type", Loc: []string{"body", "kv_transfer_params"}, Msg: "Input should be a valid dictionary", Input: string(raw)}}}
+	}
+	return m, nil
 }
 
 // checkLength is the renderer's TokenizeParams checks (vLLM 0.29.0
@@ -459,7 +489,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, seqs []*
 		}
 		text := out.TokenText(i)
 		if first {
-			first, firstCached = false, res.cached
+			first, firstCached = false, res.cached+res.external
 			for c := range seqs {
 				if !chat {
 					break
