@@ -282,3 +282,38 @@ func (e *engine) idleLoop(stop <-chan struct{}) {
 		}
 	}
 }
+
+// runParallel runs the sequences of a request with n > 1 side by side: the
+// tokenizer manager sends each of them to the scheduler as a request of its
+// own with a fresh rid, and streams or collects their outputs as they come
+// (_handle_batch_request in
+// sgl-project/sglang@v0.5.18:python/sglang/srt/managers/tokenizer_manager.py).
+// emit carries the sequence's index. The first error ends the others.
+func (e *engine) runParallel(ctx context.Context, seqs []*seq, emit func(k, upto int, r *result) error) ([]result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := make([]result, len(seqs))
+	errs := make([]error, len(seqs))
+	var wg sync.WaitGroup
+	for k, s := range seqs {
+		var em func(int, *result) error
+		if emit != nil {
+			em = func(upto int, r *result) error { return emit(k, upto, r) }
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[k], errs[k] = e.run(ctx, s, em)
+			if errs[k] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
