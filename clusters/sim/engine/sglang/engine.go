@@ -290,30 +290,15 @@ func (e *engine) idleLoop(stop <-chan struct{}) {
 // sgl-project/sglang@v0.5.18:python/sglang/srt/managers/tokenizer_manager.py).
 // emit carries the sequence's index. The first error ends the others.
 func (e *engine) runParallel(ctx context.Context, seqs []*seq, emit func(k, upto int, r *result) error) ([]result, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	res := make([]result, len(seqs))
-	errs := make([]error, len(seqs))
-	var wg sync.WaitGroup
-	for k, s := range seqs {
+	err := sched.Fan(ctx, len(seqs), nil, func(ctx context.Context, k int) error {
 		var em func(int, *result) error
 		if emit != nil {
 			em = func(upto int, r *result) error { return emit(k, upto, r) }
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res[k], errs[k] = e.run(ctx, s, em)
-			if errs[k] != nil {
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+		var err error
+		res[k], err = e.run(ctx, seqs[k], em)
+		return err
+	})
+	return res, err
 }

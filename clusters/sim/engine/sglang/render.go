@@ -59,34 +59,26 @@ type outChoice struct {
 func appendChatResponse(b []byte, id string, created int64, model string, choices []outChoice, u usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion", created, model)
 	b = append(b, `,"choices":[`...)
-	for i, c := range choices {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"index":`...)
-		b = jsonw.Int(b, i)
+	b = openai.AppendChoices(b, len(choices), func(b []byte, i int) []byte {
+		c := choices[i]
 		b = append(b, `,"message":{"role":"assistant","content":`...)
 		b = jsonw.String(b, c.text)
 		b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
-		b = appendChoiceEnd(b, c)
-	}
+		return appendChoiceEnd(b, c)
+	})
 	return appendResponseEnd(b, u)
 }
 
 func appendCompletionResponse(b []byte, id string, created int64, model string, choices []outChoice, u usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[`...)
-	for i, c := range choices {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"index":`...)
-		b = jsonw.Int(b, i)
+	b = openai.AppendChoices(b, len(choices), func(b []byte, i int) []byte {
+		c := choices[i]
 		b = append(b, `,"text":`...)
 		b = jsonw.String(b, c.text)
 		b = append(b, `,"logprobs":null`...)
-		b = appendChoiceEnd(b, c)
-	}
+		return appendChoiceEnd(b, c)
+	})
 	return appendResponseEnd(b, u)
 }
 

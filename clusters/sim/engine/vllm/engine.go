@@ -243,38 +243,22 @@ func (e *engine) runN(ctx context.Context, seqs []*seq, emit func(child, i int, 
 		r, err := e.run(ctx, seqs[0], em)
 		return []result{r}, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	res := make([]result, len(seqs))
-	errs := make([]error, len(seqs))
-	var wg sync.WaitGroup
+	admitted := make([]chan struct{}, len(seqs))
 	for k, s := range seqs {
-		admitted := make(chan struct{})
-		s.admitted = sync.OnceFunc(func() { close(admitted) })
+		admitted[k] = make(chan struct{})
+		s.admitted = sync.OnceFunc(func() { close(admitted[k]) })
 		s.cacheOnAdmit = true
+	}
+	err := sched.Fan(ctx, len(seqs), func(k int) <-chan struct{} { return admitted[k] }, func(ctx context.Context, k int) error {
+		defer seqs[k].admitted()
 		var em func(int, *result) error
 		if emit != nil {
 			em = func(i int, r *result) error { return emit(k, i, r) }
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer s.admitted()
-			res[k], errs[k] = e.run(ctx, s, em)
-			if errs[k] != nil {
-				cancel()
-			}
-		}()
-		select {
-		case <-admitted:
-		case <-ctx.Done():
-		}
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+		var err error
+		res[k], err = e.run(ctx, seqs[k], em)
+		return err
+	})
+	return res, err
 }

@@ -23,14 +23,21 @@ const DefaultMooncakeBootstrapPort = 8998
 // (MooncakeConnector's should_launch_bootstrap_server: kv_role kv_producer
 // or kv_both, TP and PP rank 0).
 func mooncakeProducer(kvTransferConfig string) bool {
+	role := mooncakeRole(kvTransferConfig)
+	return role == "kv_producer" || role == "kv_both"
+}
+
+// mooncakeRole is the kv_role of a MooncakeConnector --kv-transfer-config,
+// "" for any other.
+func mooncakeRole(kvTransferConfig string) string {
 	var kv struct {
 		Connector string `json:"kv_connector"`
 		Role      string `json:"kv_role"`
 	}
-	if json.Unmarshal([]byte(kvTransferConfig), &kv) != nil {
-		return false
+	if json.Unmarshal([]byte(kvTransferConfig), &kv) != nil || kv.Connector != "MooncakeConnector" {
+		return ""
 	}
-	return kv.Connector == "MooncakeConnector" && (kv.Role == "kv_producer" || kv.Role == "kv_both")
+	return kv.Role
 }
 
 // mooncakeConsumer reports whether --kv-transfer-config makes this engine a
@@ -38,14 +45,7 @@ func mooncakeProducer(kvTransferConfig string) bool {
 // pulls a request's prompt KV from the prefill engine its
 // kv_transfer_params name.
 func mooncakeConsumer(kvTransferConfig string) bool {
-	var kv struct {
-		Connector string `json:"kv_connector"`
-		Role      string `json:"kv_role"`
-	}
-	if json.Unmarshal([]byte(kvTransferConfig), &kv) != nil {
-		return false
-	}
-	return kv.Connector == "MooncakeConnector" && kv.Role == "kv_consumer"
+	return mooncakeRole(kvTransferConfig) == "kv_consumer"
 }
 
 // remotePrefill reads a request's kv_transfer_params (a JSON object, or nil)

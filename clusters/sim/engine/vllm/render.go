@@ -44,25 +44,27 @@ type choice struct {
 	text, finish, stopReason string
 }
 
+// appendFinish writes a response choice's finish_reason and stop_reason.
+func appendFinish(b []byte, c choice) []byte {
+	b = append(b, `,"finish_reason":`...)
+	b = jsonw.String(b, c.finish)
+	b = append(b, `,"stop_reason":`...)
+	return append(b, c.stopReason...)
+}
+
 // appendChatResponse is a non-streaming chat.completion (model_dump: nulls
 // present), its choices indexed in order.
 func appendChatResponse(b []byte, id string, created int64, model string, choices []choice, u usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion", created, model)
 	b = append(b, `,"choices":[`...)
-	for i, c := range choices {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"index":`...)
-		b = jsonw.Int(b, i)
+	b = openai.AppendChoices(b, len(choices), func(b []byte, i int) []byte {
+		c := choices[i]
 		b = append(b, `,"message":{"role":"assistant","content":`...)
 		b = jsonw.String(b, c.text)
-		b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,"finish_reason":`...)
-		b = jsonw.String(b, c.finish)
-		b = append(b, `,"stop_reason":`...)
-		b = append(b, c.stopReason...)
-		b = append(b, `,"token_ids":null,"routed_experts":null}`...)
-	}
+		b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null`...)
+		b = appendFinish(b, c)
+		return append(b, `,"token_ids":null,"routed_experts":null}`...)
+	})
 	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, u, true)
 	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"prompt_text":null,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`...)
@@ -72,20 +74,14 @@ func appendChatResponse(b []byte, id string, created int64, model string, choice
 func appendCompletionResponse(b []byte, id string, created int64, model string, choices []choice, u usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
 	b = append(b, `,"choices":[`...)
-	for i, c := range choices {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"index":`...)
-		b = jsonw.Int(b, i)
+	b = openai.AppendChoices(b, len(choices), func(b []byte, i int) []byte {
+		c := choices[i]
 		b = append(b, `,"text":`...)
 		b = jsonw.String(b, c.text)
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
-		b = jsonw.String(b, c.finish)
-		b = append(b, `,"stop_reason":`...)
-		b = append(b, c.stopReason...)
-		b = append(b, `,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null,"routed_experts":null}`...)
-	}
+		b = append(b, `,"logprobs":null`...)
+		b = appendFinish(b, c)
+		return append(b, `,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null,"routed_experts":null}`...)
+	})
 	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, u, true)
 	return append(b, `,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`...)
