@@ -59,6 +59,10 @@
 //     share cached prefix blocks. The pool is 131,072 tokens at the default
 //     --gpu-memory-utilization 0.9 / --mem-fraction-static 0.88 (scaled by
 //     them; --num-gpu-blocks-override / --max-total-tokens set it).
+//   - A single vLLM request's prompt blocks enter the prefix cache after its
+//     prefill; vLLM caches them when it allocates them, so requests
+//     scheduled in one step can hit each other's blocks. The children of an
+//     n > 1 request are cached at admission, as vLLM does.
 //   - TTFT does not depend on prompt length or cache hits; there is no
 //     preemption (vllm:num_preemptions_total stays 0).
 //   - Batched completion prompts are refused with a 400 that says so. n > 1
