@@ -59,9 +59,21 @@
 //     share cached prefix blocks. The pool is 131,072 tokens at the default
 //     --gpu-memory-utilization 0.9 / --mem-fraction-static 0.88 (scaled by
 //     them; --num-gpu-blocks-override / --max-total-tokens set it).
+//   - A single vLLM request's prompt blocks enter the prefix cache after its
+//     prefill; vLLM caches them when it allocates them, so requests
+//     scheduled in one step can hit each other's blocks. The children of an
+//     n > 1 request are cached at admission, as vLLM does.
 //   - TTFT does not depend on prompt length or cache hits; there is no
 //     preemption (vllm:num_preemptions_total stays 0).
-//   - n>1 and batched completion prompts are refused with a 400 that says so.
+//   - Batched completion prompts are refused with a 400 that says so. n > 1
+//     is served, but the filler output is deterministic, so every choice
+//     has the same text and finish.
+//   - A vLLM MooncakeConnector consumer given a remote prefill counts the
+//     prompt as transferred without contacting the prefill (no KV moves);
+//     given do_remote_prefill with incomplete params, or an engine id the
+//     bootstrap server does not know, it prefills locally where the real
+//     one waits for a pull that never starts. A producer frees its KV
+//     blocks at once instead of holding them for the decode's pull.
 //   - vLLM counts a client abort in request_success_total{finished_reason=
 //     "abort"} (the reference left this unverified).
 //   - SGLang's decode-stats log (which resets cache_hit_rate to 0) fires

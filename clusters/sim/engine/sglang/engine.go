@@ -282,3 +282,23 @@ func (e *engine) idleLoop(stop <-chan struct{}) {
 		}
 	}
 }
+
+// runParallel runs the sequences of a request with n > 1 side by side: the
+// tokenizer manager sends each of them to the scheduler as a request of its
+// own with a fresh rid, and streams or collects their outputs as they come
+// (_handle_batch_request in
+// sgl-project/sglang@v0.5.18:python/sglang/srt/managers/tokenizer_manager.py).
+// emit carries the sequence's index. The first error ends the others.
+func (e *engine) runParallel(ctx context.Context, seqs []*seq, emit func(k, upto int, r *result) error) ([]result, error) {
+	res := make([]result, len(seqs))
+	err := sched.Fan(ctx, len(seqs), nil, func(ctx context.Context, k int) error {
+		var em func(int, *result) error
+		if emit != nil {
+			em = func(upto int, r *result) error { return emit(k, upto, r) }
+		}
+		var err error
+		res[k], err = e.run(ctx, seqs[k], em)
+		return err
+	})
+	return res, err
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -309,10 +310,6 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	if model == "" {
 		model = "default"
 	}
-	if common.N != 1 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d: the simulated engine generates one choice per request (n=1)", common.N))
-		return
-	}
 	p := len(prompt)
 	if p >= a.cfg.contextLen {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", p, a.cfg.contextLen))
@@ -333,9 +330,31 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 	if err := a.waitLoaded(r.Context()); err != nil {
 		return
 	}
-	id := openai.NewID()
 	created := arrival.Unix()
-	s := &seq{prompt: prompt, out: out, stream: common.Stream, arrival: arrival, labels: r.Header.Get(a.cfg.customHdr), counted: true}
+	labels := r.Header.Get(a.cfg.customHdr)
+	// n > 1 turns the request into a batch (GenerateReqInput's
+	// _handle_parallel_sampling): the tokenizer manager first sends the
+	// prompt alone with max_new_tokens 0 and waits for it, to cache the
+	// common prefix, then n copies, each a request with its own rid
+	// (_handle_batch_request). Every one of them is counted. n < 1 stays a
+	// single request.
+	seqs := []*seq{{prompt: prompt, out: out, stream: common.Stream, arrival: arrival, labels: labels, counted: true}}
+	if common.N > 1 {
+		pre := &seq{prompt: prompt, out: openai.Plan(0, 0, 0, false), arrival: arrival, labels: labels, counted: true}
+		if _, err := a.eng.run(r.Context(), pre, nil); err != nil {
+			if !server.ClientGone(r, err) {
+				writeError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error: "+err.Error())
+			}
+			return
+		}
+		for range common.N - 1 {
+			seqs = append(seqs, &seq{prompt: prompt, out: out, stream: common.Stream, arrival: arrival, labels: labels, counted: true})
+		}
+	}
+	ids := make([]string, len(seqs))
+	for k := range ids {
+		ids[k] = openai.NewID()
+	}
 	if common.Stream {
 		// should_include_usage (entrypoints/openai/utils.py): the request's
 		// include_usage or the server default; continuous_usage_stats on
@@ -345,10 +364,10 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 			includeUsage = includeUsage || (so.IncludeUsage != nil && *so.IncludeUsage)
 			continuous = so.ContinuousUsageStats
 		}
-		a.stream(w, r, chat, s, id, created, model, includeUsage, continuous)
+		a.stream(w, r, chat, seqs, ids, common.N, created, model, includeUsage, continuous)
 		return
 	}
-	res, err := a.eng.run(r.Context(), s, nil)
+	results, err := a.eng.runParallel(r.Context(), seqs, nil)
 	if err != nil {
 		if server.ClientGone(r, err) {
 			return
@@ -356,12 +375,32 @@ func (a *api) openAI(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error: "+err.Error())
 		return
 	}
-	u := usage{prompt: p, completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
+	// UsageProcessor.calculate_response_usage
+	// (sgl-project/sglang@v0.5.18:python/sglang/srt/entrypoints/openai/usage_processor.py)
+	// sums completion tokens over the choices and takes prompt and cached
+	// tokens from every n-th response, range(0, len, n): the first choice's
+	// once for n >= 1, none for a negative n, and a ValueError for n = 0
+	// that handle_request answers 400 "BadRequest" (serving_base.py), after
+	// the generation ran.
+	if common.N == 0 {
+		writeError(w, http.StatusBadRequest, "BadRequest", "range() arg 3 must not be zero")
+		return
+	}
+	choices := make([]outChoice, len(results))
+	u := usage{report: a.cfg.cacheReport}
+	for k, res := range results {
+		choices[k] = outChoice{text: out.Text(), finish: res.finish, matched: matchedStop(out, res.finish)}
+		u.completion += res.generated
+	}
+	if common.N > 0 {
+		u.prompt, u.cached = p, results[0].cached
+	}
 	server.RespondJSON(w, http.StatusOK, func(b []byte) []byte {
+		// The response id is the first choice's rid.
 		if chat {
-			return appendChatResponse(b, id, created, model, out.Text(), res.finish, matchedStop(out, res.finish), u)
+			return appendChatResponse(b, ids[0], created, model, choices, u)
 		}
-		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, matchedStop(out, res.finish), u)
+		return appendCompletionResponse(b, ids[0], created, model, choices, u)
 	})
 }
 
@@ -432,34 +471,52 @@ func (a *api) badRequest(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 }
 
-// stream serves serving_chat's / serving_completions' SSE generators.
-// stream serves serving_chat's / serving_completions' SSE generators (0.5.18):
-// chat sends a role chunk, a chunk per non-empty text delta (never with a
-// finish_reason), then a separate finish chunk with finish_reason and
-// matched_stop; completions send a chunk per output, the last with the
-// finish_reason. Continuous usage stats put the running usage on the text
-// chunks; include_usage adds a usage chunk before [DONE].
-func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, includeUsage, continuous bool) {
+// stream serves serving_chat's / serving_completions' SSE generators (0.5.18)
+// over a request's sequences, one per choice, whose outputs arrive
+// interleaved; each chunk carries the index and the rid (as id) of the
+// sequence whose output it is. Chat sends a choice's role chunk with its
+// first output, a chunk per non-empty text delta (never with a
+// finish_reason), and, once every sequence is done, a finish chunk per
+// choice in the order they finished (finish_reason, matched_stop), with the
+// id of the last output received; completions send a chunk per output, the
+// last of a choice with its finish_reason. Continuous usage stats put the
+// choice's running usage on the text chunks; include_usage adds a usage
+// chunk before [DONE], which sums completion tokens over the choices and
+// takes the prompt once per n (calculate_streaming_usage: for n = 0 its
+// idx % n raises ZeroDivisionError, which no handler catches, so the stream
+// ends there, without usage or [DONE]).
+func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, seqs []*seq, ids []string, n int, created int64, model string, includeUsage, continuous bool) {
 	ev := server.StartEvents(w)
 	defer ev.Close()
-	sent := 0
-	first := true
-	ms := matchedStop(s.out, s.out.Finish)
-	p := len(s.prompt)
-	emit := func(upto int, res *result) error {
-		if chat && first {
-			first = false
+	out := seqs[0].out
+	ms := matchedStop(out, out.Finish)
+	p := len(seqs[0].prompt)
+	var mu sync.Mutex
+	sent := make([]int, len(seqs))
+	started := make([]bool, len(seqs))
+	var finished []int // choice indexes in the order they finished
+	lastID := ids[0]
+	emit := func(k, upto int, res *result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		id := ids[k]
+		lastID = id
+		if upto == out.Tokens {
+			finished = append(finished, k)
+		}
+		if chat && !started[k] {
+			started[k] = true
 			if err := ev.Send(func(b []byte) []byte {
-				return appendChatChunk(b, id, created, model, "assistant", "", false, "", "", nil)
+				return appendChatChunk(b, id, created, model, k, "assistant", "", false, "", "", nil)
 			}); err != nil {
 				return err
 			}
 		}
 		var text strings.Builder
-		for i := sent; i < upto; i++ {
-			text.WriteString(s.out.TokenText(i))
+		for i := sent[k]; i < upto; i++ {
+			text.WriteString(out.TokenText(i))
 		}
-		sent = upto
+		sent[k] = upto
 		var cu *usage
 		if continuous {
 			cu = &usage{prompt: p, completion: upto}
@@ -469,21 +526,21 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 				return nil // an empty delta (the end-of-turn token) is not sent
 			}
 			return ev.Send(func(b []byte) []byte {
-				return appendChatChunk(b, id, created, model, "", text.String(), false, "", "", cu)
+				return appendChatChunk(b, id, created, model, k, "", text.String(), false, "", "", cu)
 			})
 		}
-		if text.Len() == 0 && upto < s.out.Tokens {
+		if text.Len() == 0 && upto < out.Tokens {
 			return nil
 		}
 		finish := ""
-		if upto == s.out.Tokens {
-			finish = s.out.Finish
+		if upto == out.Tokens {
+			finish = out.Finish
 		}
 		return ev.Send(func(b []byte) []byte {
-			return appendCompletionChunk(b, id, created, model, text.String(), finish, ms, cu)
+			return appendCompletionChunk(b, id, created, model, k, text.String(), finish, ms, cu)
 		})
 	}
-	res, err := a.eng.run(r.Context(), s, emit)
+	results, err := a.eng.runParallel(r.Context(), seqs, emit)
 	if err != nil {
 		if !server.ClientGone(r, err) {
 			_ = ev.Send(func(b []byte) []byte {
@@ -496,17 +553,26 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 		return
 	}
 	if chat {
-		_ = ev.Send(func(b []byte) []byte {
-			return appendChatChunk(b, id, created, model, "", "", true, res.finish, matchedStop(s.out, res.finish), nil)
-		})
+		for _, k := range finished {
+			res := results[k]
+			_ = ev.Send(func(b []byte) []byte {
+				return appendChatChunk(b, lastID, created, model, k, "", "", true, res.finish, matchedStop(out, res.finish), nil)
+			})
+		}
 	}
 	if includeUsage {
+		if n == 0 {
+			return // ZeroDivisionError in the generator: no usage, no [DONE]
+		}
 		object := "text_completion"
 		if chat {
 			object = "chat.completion.chunk"
 		}
-		u := usage{prompt: len(s.prompt), completion: res.generated, cached: res.cached, report: a.cfg.cacheReport}
-		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u, chat) })
+		u := usage{prompt: p, cached: results[0].cached, report: a.cfg.cacheReport}
+		for _, res := range results {
+			u.completion += res.generated
+		}
+		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, lastID, object, created, model, u, chat) })
 	}
 	_ = ev.Done()
 }

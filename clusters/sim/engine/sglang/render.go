@@ -51,31 +51,52 @@ func matchedStop(o openai.Output, finish string) string {
 	return strconv.FormatUint(uint64(tokenize.IMEnd), 10)
 }
 
-func appendChatResponse(b []byte, id string, created int64, model, text, finish, matched string, u usage) []byte {
+// outChoice is one of a response's choices (matched is JSON, see matchedStop).
+type outChoice struct {
+	text, finish, matched string
+}
+
+func appendChatResponse(b []byte, id string, created int64, model string, choices []outChoice, u usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion", created, model)
-	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-	b = jsonw.String(b, text)
-	b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
-	return appendResponseEnd(b, finish, matched, u)
+	b = append(b, `,"choices":[`...)
+	b = openai.AppendChoices(b, len(choices), func(b []byte, i int) []byte {
+		c := choices[i]
+		b = append(b, `,"message":{"role":"assistant","content":`...)
+		b = jsonw.String(b, c.text)
+		b = append(b, `,"reasoning_content":null,"tool_calls":null},"logprobs":null`...)
+		return appendChoiceEnd(b, c)
+	})
+	return appendResponseEnd(b, u)
 }
 
-func appendCompletionResponse(b []byte, id string, created int64, model, text, finish, matched string, u usage) []byte {
+func appendCompletionResponse(b []byte, id string, created int64, model string, choices []outChoice, u usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
-	b = append(b, `,"choices":[{"index":0,"text":`...)
-	b = jsonw.String(b, text)
-	b = append(b, `,"logprobs":null`...)
-	return appendResponseEnd(b, finish, matched, u)
+	b = append(b, `,"choices":[`...)
+	b = openai.AppendChoices(b, len(choices), func(b []byte, i int) []byte {
+		c := choices[i]
+		b = append(b, `,"text":`...)
+		b = jsonw.String(b, c.text)
+		b = append(b, `,"logprobs":null`...)
+		return appendChoiceEnd(b, c)
+	})
+	return appendResponseEnd(b, u)
 }
 
-// appendResponseEnd closes a response's one choice (finish_reason,
-// matched_stop; the choice serializers drop hidden_states and the token-id
-// fields when None) and adds usage and metadata (sglext dropped when None).
-func appendResponseEnd(b []byte, finish, matched string, u usage) []byte {
+// appendChoiceEnd closes a response's choice (finish_reason, matched_stop;
+// the choice serializers drop hidden_states and the token-id fields when
+// None).
+func appendChoiceEnd(b []byte, c outChoice) []byte {
 	b = append(b, `,"finish_reason":`...)
-	b = jsonw.String(b, finish)
+	b = jsonw.String(b, c.finish)
 	b = append(b, `,"matched_stop":`...)
-	b = append(b, matched...)
-	b = append(b, `}],"usage":`...)
+	b = append(b, c.matched...)
+	return append(b, '}')
+}
+
+// appendResponseEnd closes the choices and adds usage and metadata (sglext
+// dropped when None).
+func appendResponseEnd(b []byte, u usage) []byte {
+	b = append(b, `],"usage":`...)
 	b = appendUsage(b, u, true)
 	return append(b, `,"metadata":{"weight_version":"default"}}`...)
 }
@@ -86,9 +107,11 @@ func appendResponseEnd(b []byte, finish, matched string, u usage) []byte {
 // logprobs, finish_reason and matched_stop; the chunk has usage only when
 // set (continuous usage stats). role != "" makes the role chunk; final
 // makes the finish chunk (no content).
-func appendChatChunk(b []byte, id string, created int64, model, role, content string, final bool, finish, matched string, cu *usage) []byte {
+func appendChatChunk(b []byte, id string, created int64, model string, index int, role, content string, final bool, finish, matched string, cu *usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion.chunk", created, model)
-	b = append(b, `,"choices":[{"index":0,"delta":{"reasoning_content":null`...)
+	b = append(b, `,"choices":[{"index":`...)
+	b = jsonw.Int(b, index)
+	b = append(b, `,"delta":{"reasoning_content":null`...)
 	if role != "" {
 		b = append(b, `,"role":`...)
 		b = jsonw.String(b, role)
@@ -115,9 +138,11 @@ func appendChatChunk(b []byte, id string, created int64, model, role, content st
 // appendCompletionChunk is CompletionStreamResponse.model_dump_json(): the
 // choice's None token-id fields dropped, usage null unless continuous usage
 // stats set it.
-func appendCompletionChunk(b []byte, id string, created int64, model, text, finish, matched string, cu *usage) []byte {
+func appendCompletionChunk(b []byte, id string, created int64, model string, index int, text, finish, matched string, cu *usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
-	b = append(b, `,"choices":[{"index":0,"text":`...)
+	b = append(b, `,"choices":[{"index":`...)
+	b = jsonw.Int(b, index)
+	b = append(b, `,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
 	b = jsonw.NullOrString(b, finish)

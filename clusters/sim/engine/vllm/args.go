@@ -51,7 +51,10 @@ type config struct {
 	apiKeys            []string
 
 	kvTransferConfig string
-	kvEventsConfig   string
+	// maxNSequences is VLLM_MAX_N_SEQUENCES (vllm/envs.py, default 16384):
+	// the largest n a request may ask for. Read from the environment.
+	maxNSequences  int
+	kvEventsConfig string
 
 	nonDefault []string // "'key': value" pairs for the non-default args log line
 }

@@ -3,6 +3,7 @@ package vllm
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim/engine/internal/openai"
@@ -42,11 +43,25 @@ type seq struct {
 	out       openai.Output
 	maxTokens int // SamplingParams.max_tokens: the request's, capped by the context window
 	arrival   time.Time
+	// cacheOnAdmit caches the prompt's full blocks as soon as the sequence
+	// is admitted, as vLLM's KVCacheManager.allocate_slots does when it
+	// allocates them (vllm-project/vllm@98dff2a81:vllm/v1/core/kv_cache_manager.py):
+	// the children of an n > 1 request, scheduled one after another, find
+	// the first child's blocks. A single request keeps caching them after
+	// its prefill (the sim's way; see doc.go).
+	cacheOnAdmit bool
+	// remote is a decode engine's remote prefill: the prompt's KV, past
+	// what the local cache holds, comes from the prefill engine.
+	remote bool
+	// admitted, if not nil, is called once the sequence was admitted and
+	// looked up the cache.
+	admitted func()
 }
 
 // result is what happened to a sequence.
 type result struct {
-	cached    int
+	cached    int // prompt tokens found in the local prefix cache
+	external  int // prompt tokens whose KV the connector loads (remote prefill)
 	generated int
 	finish    string // stop, length or abort
 }
@@ -70,15 +85,39 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 	p := len(s.prompt)
 	if e.cache != nil && !s.skipCache {
 		res.cached = e.cache.Match(s.prompt, s.salt)
+		if s.cacheOnAdmit {
+			e.cache.Insert(s.prompt, s.salt)
+		}
+	}
+	if s.admitted != nil {
+		s.admitted()
 	}
 	if e.cache != nil {
 		e.m.prefixQueries.Add(float64(p))
 		e.m.prefixHits.Add(float64(res.cached))
 	}
+	// With a KV connector the scheduler asks it, at the request's first
+	// scheduling, for the tokens past the local hit; MooncakeConnector
+	// offers the whole rest of the prompt on a remote prefill, nothing
+	// otherwise. connector_prefix_cache_stats records the query (prompt
+	// minus local hit) and the hit, and the request's PrefillStats split
+	// its prompt into local hit, external transfer and local compute
+	// (vllm-project/vllm@98dff2a81:vllm/v1/core/sched/scheduler.py schedule,
+	// vllm/v1/metrics/stats.py PrefillStats). The engine then recomputes the
+	// last prompt token (_update_waiting_for_remote_kv); the sim's TTFT
+	// stands for transfer and step together.
+	if s.remote {
+		res.external = p - res.cached
+	}
+	if e.cfg.kvTransferConfig != "" && p > res.cached {
+		e.m.extQueries.Add(float64(p - res.cached))
+		e.m.extHits.Add(float64(res.external))
+	}
 	e.m.promptTokens.Add(float64(p))
-	e.m.promptCached.Add(float64(res.cached))
-	e.m.bySourceCompute.Add(float64(p - res.cached))
+	e.m.promptCached.Add(float64(res.cached + res.external))
+	e.m.bySourceCompute.Add(float64(p - res.cached - res.external))
 	e.m.bySourceCache.Add(float64(res.cached))
+	e.m.bySourceExternal.Add(float64(res.external))
 
 	var pace sched.Pacer
 	defer pace.Stop()
@@ -101,7 +140,10 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 		res.generated = 1
 		e.m.ttft.Observe(firstTok.Sub(s.arrival).Seconds())
 	}
-	e.m.iterationTokens.Observe(float64(p + min(n, 1)))
+	// iteration_tokens_total observes the tokens computed in a step: the
+	// prompt less what was cached or transferred (PromptTokenStats.computed,
+	// vllm/v1/metrics/loggers.py).
+	e.m.iterationTokens.Observe(float64(p - res.cached - res.external + min(n, 1)))
 
 	// Decode: one token per ITL.
 	if emit != nil {
@@ -153,18 +195,70 @@ func (e *engine) run(ctx context.Context, s *seq, emit func(i int, r *result) er
 	e.m.inference.Observe(end.Sub(tk.Admitted).Seconds())
 	e.m.prefill.Observe(firstTok.Sub(tk.Admitted).Seconds())
 	e.m.decode.Observe(end.Sub(firstTok).Seconds())
+	// mean_time_per_output_token is 0 for a request with one output token
+	// (IterationStats.update_from_finished_request, vllm/v1/metrics/stats.py).
+	tpot := 0.0
 	if n > 1 {
-		e.m.tpot.Observe(end.Sub(firstTok).Seconds() / float64(n-1))
+		tpot = end.Sub(firstTok).Seconds() / float64(n-1)
 	}
+	e.m.tpot.Observe(tpot)
 	e.m.promptTokensHist.Observe(float64(p))
 	e.m.genTokensHist.Observe(float64(n))
-	e.m.paramsN.Observe(1)
-	maxGen := e.cfg.maxModelLen - p
-	if s.maxTokens >= 0 {
+	if s.maxTokens > 0 {
 		e.m.paramsMaxTokens.Observe(float64(s.maxTokens))
-		maxGen = s.maxTokens
 	}
-	e.m.maxGenTokens.Observe(float64(maxGen))
-	e.m.prefillKV.Observe(float64(p - res.cached))
+	e.m.prefillKV.Observe(float64(p - res.cached - res.external))
 	return res, nil
+}
+
+// finishParent records what vLLM records once per request rather than per
+// engine sequence, when the last of its n sequences finished
+// (ParentRequest.observe_finished_request in
+// vllm-project/vllm@98dff2a81:vllm/v1/engine/parallel_sampling.py):
+// request_params_n observes n, and request_max_num_generation_tokens the
+// most tokens any of its sequences generated.
+func (e *engine) finishParent(n int, res []result) {
+	most := 0
+	for _, r := range res {
+		most = max(most, r.generated)
+	}
+	e.m.paramsN.Observe(float64(n))
+	e.m.maxGenTokens.Observe(float64(most))
+}
+
+// runN runs the n sequences of one request. vLLM's AsyncLLM.add_request
+// fans a request with n > 1 out into n child requests "<i>_<id>", each with
+// n=1, added one after another (vllm-project/vllm@98dff2a81:vllm/v1/engine/async_llm.py,
+// parallel_sampling.py ParentRequest.get_child_info); the engine core
+// schedules, counts and finishes each child as a request of its own. So
+// does runN: child i+1 is admitted after child i, the children decode side
+// by side, and each one's emit calls carry its index. The first error ends
+// the others (a client gone aborts every child).
+func (e *engine) runN(ctx context.Context, seqs []*seq, emit func(child, i int, r *result) error) ([]result, error) {
+	if len(seqs) == 1 {
+		var em func(int, *result) error
+		if emit != nil {
+			em = func(i int, r *result) error { return emit(0, i, r) }
+		}
+		r, err := e.run(ctx, seqs[0], em)
+		return []result{r}, err
+	}
+	res := make([]result, len(seqs))
+	admitted := make([]chan struct{}, len(seqs))
+	for k, s := range seqs {
+		admitted[k] = make(chan struct{})
+		s.admitted = sync.OnceFunc(func() { close(admitted[k]) })
+		s.cacheOnAdmit = true
+	}
+	err := sched.Fan(ctx, len(seqs), func(k int) <-chan struct{} { return admitted[k] }, func(ctx context.Context, k int) error {
+		defer seqs[k].admitted()
+		var em func(int, *result) error
+		if emit != nil {
+			em = func(i int, r *result) error { return emit(k, i, r) }
+		}
+		var err error
+		res[k], err = e.run(ctx, seqs[k], em)
+		return err
+	})
+	return res, err
 }

@@ -1,12 +1,14 @@
 package vllm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -226,6 +228,11 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	*pp = req.Prompt
 	common, prompt := &req.Common, req.Prompt
+	kvParams, err := kvTransferParams(common.KVTransferParams)
+	if err != nil {
+		a.badRequest(w, err)
+		return
+	}
 	if common.StreamOptions != nil && !common.Stream {
 		msg, _ := validationMessage([]openai.FieldError{{Type: "value_error", Loc: []string{"body"}, Msg: "Value error, Stream options can only be defined when `stream=True`.", Input: "<dict>", Ctx: "Stream options can only be defined when `stream=True`."}})
 		writeError(w, http.StatusBadRequest, "Bad Request", msg, "body")
@@ -233,10 +240,6 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	model, ok := a.servedModel(w, common.Model)
 	if !ok {
-		return
-	}
-	if common.N > 1 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d: the simulated engine generates one choice per request (n=1)", common.N), "n")
 		return
 	}
 	if !chat && common.MaxTokensField == "" {
@@ -256,7 +259,7 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if common.MaxTokensField != "" {
 		limit = min(limit, common.MaxTokens)
 	}
-	if msg, param, bad := checkSampling(common, limit); bad {
+	if msg, param, bad := checkSampling(common, limit, a.cfg.maxNSequences); bad {
 		writeError(w, http.StatusBadRequest, "BadRequestError", msg, param)
 		return
 	}
@@ -276,13 +279,24 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if chat {
 		id = "chatcmpl-" + base
 	}
-	s := &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: limit, arrival: arrival}
+	// A decode engine pulls the prompt's KV when the request asks for a
+	// remote prefill; otherwise it prefills locally, as without a connector.
+	remote := false
+	if mooncakeConsumer(a.cfg.kvTransferConfig) {
+		wants, complete := remotePrefill(kvParams)
+		remote = wants && complete
+	}
+	// One engine sequence per choice (n > 1 fans out into children).
+	seqs := make([]*seq, common.N)
+	for k := range seqs {
+		seqs[k] = &seq{prompt: prompt, salt: common.CacheSalt, skipCache: common.PromptLogprobs, out: out, maxTokens: limit, arrival: arrival, remote: remote}
+	}
 	created := arrival.Unix()
 	if common.Stream {
-		a.stream(w, r, chat, s, id, created, model, common)
+		a.stream(w, r, chat, seqs, id, created, model, common)
 		return
 	}
-	res, err := a.eng.run(r.Context(), s, nil)
+	results, err := a.eng.runN(r.Context(), seqs, nil)
 	if err != nil {
 		if server.ClientGone(r, err) {
 			return
@@ -290,7 +304,19 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error(), "")
 		return
 	}
-	u := usage{prompt: p, completion: res.generated, cached: res.cached, details: a.cfg.promptTokensDetail}
+	a.eng.finishParent(len(seqs), results)
+	// The response's usage counts the prompt once and every choice's tokens
+	// (chat_completion_full_generator, completion_full_generator); its
+	// num_cached_tokens is that of the RequestOutput the last child to finish
+	// completed, the last of children finishing together.
+	choices := make([]choice, len(results))
+	completion := 0
+	for k, res := range results {
+		choices[k] = choice{text: out.Text(), finish: res.finish, stopReason: stopReason(out, res.finish)}
+		completion += res.generated
+	}
+	last := results[len(results)-1]
+	u := usage{prompt: p, completion: completion, cached: last.cached + last.external, details: a.cfg.promptTokensDetail}
 	if f := r.Header.Get("endpoint-load-metrics-format"); f != "" {
 		if v := a.orcaHeader(f); v != "" {
 			w.Header().Set("endpoint-load-metrics", v)
@@ -298,10 +324,26 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	server.RespondJSON(w, http.StatusOK, func(b []byte) []byte {
 		if chat {
-			return appendChatResponse(b, id, created, model, out.Text(), res.finish, stopReason(out, res.finish), u)
+			return appendChatResponse(b, id, created, model, choices, u)
 		}
-		return appendCompletionResponse(b, id, created, model, out.Text(), res.finish, stopReason(out, res.finish), u)
+		return appendCompletionResponse(b, id, created, model, choices, u)
 	})
+}
+
+// kvTransferParams validates kv_transfer_params as the request models
+// declare it, dict[str, Any] | None (vllm-project/vllm@98dff2a81:vllm/entrypoints/openai/chat_completion/protocol.py,
+// completion/protocol.py): anything but an object or null is a
+// validation error. An empty object, like null, passes no params
+// (to_sampling_params copies them only when truthy).
+func kvTransferParams(raw []byte) (map[string]json.RawMessage, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, &openai.ValidationError{Errors: []openai.FieldError{{Type: "dict_type", Loc: []string{"body", "kv_transfer_params"}, Msg: "Input should be a valid dictionary", Input: string(raw)}}}
+	}
+	return m, nil
 }
 
 // checkLength is the renderer's TokenizeParams checks (vLLM 0.29.0
@@ -338,7 +380,12 @@ func (a *api) checkLength(c *openai.Common, p int, tokenPrompt bool) (msg, param
 // maxTokens is the limit get_max_tokens computed. Errors that carry a
 // parameter print it and the value after the message (VLLMValidationError's
 // str) and set the body's param.
-func checkSampling(c *openai.Common, maxTokens int) (msg, param string, bad bool) {
+//
+// n is checked by _verify_num_sequences: at least 1 and at most maxN
+// (VLLM_MAX_N_SEQUENCES, 16384 by default, vllm/envs.py); after the other
+// checks, a greedy request (temperature below _SAMPLING_EPS, 1e-5) may not
+// ask for n > 1 (_verify_greedy_sampling). An absent temperature is 1.0.
+func checkSampling(c *openai.Common, maxTokens, maxN int) (msg, param string, bad bool) {
 	s := c.Sampling
 	py := jsonw.PyRepr
 	with := func(m, name, value string) (string, string, bool) {
@@ -347,6 +394,8 @@ func checkSampling(c *openai.Common, maxTokens int) (msg, param string, bad bool
 	switch {
 	case c.N < 1:
 		return fmt.Sprintf("n must be at least 1, got %d.", c.N), "", true
+	case c.N > maxN:
+		return fmt.Sprintf("n must be at most %d, got %d. To increase this limit, set the VLLM_MAX_N_SEQUENCES environment variable.", maxN, c.N), "", true
 	case s.PresencePenalty != nil && !(-2 <= *s.PresencePenalty && *s.PresencePenalty <= 2):
 		return "presence_penalty must be in [-2, 2], got " + py(*s.PresencePenalty) + ".", "", true
 	case s.FrequencyPenalty != nil && !(-2 <= *s.FrequencyPenalty && *s.FrequencyPenalty <= 2):
@@ -369,6 +418,8 @@ func checkSampling(c *openai.Common, maxTokens int) (msg, param string, bad bool
 		return fmt.Sprintf("min_tokens must be greater than or equal to 0, got %d.", c.MinTokens), "", true
 	case c.MinTokens > maxTokens:
 		return fmt.Sprintf("min_tokens must be less than or equal to max_tokens=%d, got %d.", maxTokens, c.MinTokens), "", true
+	case s.Temperature != nil && *s.Temperature < 1e-5 && c.N > 1:
+		return fmt.Sprintf("n must be 1 when using greedy sampling, got %d.", c.N), "", true
 	}
 	return "", "", false
 }
@@ -397,9 +448,13 @@ func (a *api) orcaHeader(format string) string {
 	return ""
 }
 
-// stream serves an SSE response: role chunk, content chunks paced by ITL, a
-// final chunk with finish_reason, the usage chunk when asked for, [DONE].
-func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, id string, created int64, model string, common *openai.Common) {
+// stream serves an SSE response: for each choice a role chunk (chat),
+// content chunks paced by ITL and a final chunk with finish_reason; then the
+// usage chunk when asked for, and [DONE]. With n > 1 the role chunks of
+// every choice go out together before the first content, and each chunk
+// carries one choice, its index that of the child sequence that produced it
+// (chat_completion_stream_generator, completion_stream_generator).
+func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, seqs []*seq, id string, created int64, model string, common *openai.Common) {
 	// should_include_usage (serve/utils/api_utils.py): StreamOptions'
 	// include_usage and continuous_usage_stats default to false;
 	// --enable-force-include-usage turns both on.
@@ -410,44 +465,56 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 	}
 	ev := server.StartEvents(w)
 	defer ev.Close()
-	p := len(s.prompt)
+	out := seqs[0].out
+	p := len(seqs[0].prompt)
 	object := "text_completion"
 	if chat {
 		object = "chat.completion.chunk"
 	}
-	sr := stopReason(s.out, s.out.Finish)
-	emit := func(i int, res *result) error {
+	sr := stopReason(out, out.Finish)
+	var mu sync.Mutex // the children emit concurrently
+	first := true
+	firstCached := 0 // num_cached_tokens of the first output's RequestOutput
+	emit := func(k, i int, res *result) error {
+		mu.Lock()
+		defer mu.Unlock()
 		var cu *usage
 		if continuous {
 			cu = &usage{prompt: p, completion: i + 1}
 		}
-		last := i == s.out.Tokens-1
+		last := i == out.Tokens-1
 		finish := ""
 		if last {
-			finish = s.out.Finish
+			finish = out.Finish
 		}
-		text := s.out.TokenText(i)
-		if chat {
-			if i == 0 {
+		text := out.TokenText(i)
+		if first {
+			first, firstCached = false, res.cached+res.external
+			for c := range seqs {
+				if !chat {
+					break
+				}
 				if err := ev.Send(func(b []byte) []byte {
 					var ru *usage
 					if continuous {
 						ru = &usage{prompt: p}
 					}
-					return appendChatChunk(b, id, created, model, chunkRole, "", "", "", ru)
+					return appendChatChunk(b, id, created, model, c, chunkRole, "", "", "", ru)
 				}); err != nil {
 					return err
 				}
 			}
+		}
+		if chat {
 			kind := chunkContent
 			if last {
 				kind = chunkFinal
 			}
-			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, kind, text, finish, sr, cu) })
+			return ev.Send(func(b []byte) []byte { return appendChatChunk(b, id, created, model, k, kind, text, finish, sr, cu) })
 		}
-		return ev.Send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, text, finish, sr, cu) })
+		return ev.Send(func(b []byte) []byte { return appendCompletionChunk(b, id, created, model, k, text, finish, sr, cu) })
 	}
-	res, err := a.eng.run(r.Context(), s, emit)
+	results, err := a.eng.runN(r.Context(), seqs, emit)
 	if err != nil {
 		if !server.ClientGone(r, err) {
 			_ = ev.Send(func(b []byte) []byte {
@@ -459,8 +526,13 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, chat bool, s *seq, 
 		}
 		return
 	}
+	a.eng.finishParent(len(seqs), results)
 	if includeUsage {
-		u := usage{prompt: p, completion: res.generated, cached: res.cached, details: a.cfg.promptTokensDetail}
+		completion := 0
+		for _, res := range results {
+			completion += res.generated
+		}
+		u := usage{prompt: p, completion: completion, cached: firstCached, details: a.cfg.promptTokensDetail}
 		_ = ev.Send(func(b []byte) []byte { return appendUsageChunk(b, id, object, created, model, u) })
 	}
 	_ = ev.Done()

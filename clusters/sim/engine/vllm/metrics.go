@@ -60,7 +60,8 @@ type metrics struct {
 	sched *schedCollector
 
 	prefixQueries, prefixHits, promptTokens, promptCached, genTokens prometheus.Counter
-	bySourceCompute, bySourceCache                                   prometheus.Counter
+	bySourceCompute, bySourceCache, bySourceExternal                 prometheus.Counter
+	extQueries, extHits                                              prometheus.Counter
 	success                                                          map[string]prometheus.Counter
 
 	promptTokensHist, genTokensHist, iterationTokens, maxGenTokens, paramsN, paramsMaxTokens prometheus.Observer
@@ -113,8 +114,8 @@ func newMetrics(c *config) *metrics {
 
 	m.prefixQueries = counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.")
 	m.prefixHits = counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.")
-	counter("vllm:external_prefix_cache_queries_total", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.")
-	counter("vllm:external_prefix_cache_hits_total", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.")
+	m.extQueries = counter("vllm:external_prefix_cache_queries_total", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.")
+	m.extHits = counter("vllm:external_prefix_cache_hits_total", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.")
 	counter("vllm:mm_cache_queries_total", "Multi-modal cache queries, in terms of number of queried items.")
 	counter("vllm:mm_cache_hits_total", "Multi-modal cache hits, in terms of number of cached items.")
 	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.")
@@ -123,7 +124,7 @@ func newMetrics(c *config) *metrics {
 	reg.MustRegister(bySource)
 	m.bySourceCompute = bySource.WithLabelValues(c.servedName(), "0", "local_compute")
 	m.bySourceCache = bySource.WithLabelValues(c.servedName(), "0", "local_cache_hit")
-	bySource.WithLabelValues(c.servedName(), "0", "external_kv_transfer")
+	m.bySourceExternal = bySource.WithLabelValues(c.servedName(), "0", "external_kv_transfer")
 	m.promptCached = counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).")
 	m.genTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
 	success := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total", Help: "Count of successfully processed requests."}, append(labels, "finished_reason"))

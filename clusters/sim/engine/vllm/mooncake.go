@@ -23,14 +23,66 @@ const DefaultMooncakeBootstrapPort = 8998
 // (MooncakeConnector's should_launch_bootstrap_server: kv_role kv_producer
 // or kv_both, TP and PP rank 0).
 func mooncakeProducer(kvTransferConfig string) bool {
+	role := mooncakeRole(kvTransferConfig)
+	return role == "kv_producer" || role == "kv_both"
+}
+
+// mooncakeRole is the kv_role of a MooncakeConnector --kv-transfer-config,
+// "" for any other.
+func mooncakeRole(kvTransferConfig string) string {
 	var kv struct {
 		Connector string `json:"kv_connector"`
 		Role      string `json:"kv_role"`
 	}
-	if json.Unmarshal([]byte(kvTransferConfig), &kv) != nil {
+	if json.Unmarshal([]byte(kvTransferConfig), &kv) != nil || kv.Connector != "MooncakeConnector" {
+		return ""
+	}
+	return kv.Role
+}
+
+// mooncakeConsumer reports whether --kv-transfer-config makes this engine a
+// MooncakeConnector consumer (kv_role kv_consumer): the decode side, which
+// pulls a request's prompt KV from the prefill engine its
+// kv_transfer_params name.
+func mooncakeConsumer(kvTransferConfig string) bool {
+	return mooncakeRole(kvTransferConfig) == "kv_consumer"
+}
+
+// remotePrefill reads a request's kv_transfer_params (a JSON object, or nil)
+// as vLLM 0.29.0's MooncakeConnectorScheduler does on a consumer
+// (vllm-project/vllm@98dff2a81:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py):
+// get_num_new_matched_tokens loads the prompt from the remote engine when
+// do_remote_prefill is truthy, and update_state_after_alloc starts the pull
+// only when remote_engine_id, remote_bootstrap_addr and transfer_id are all
+// present. ok is false when the request prefills locally (no params, empty
+// params, do_remote_prefill false); complete is false for a remote prefill
+// whose pull never starts (the real engine logs "Got invalid
+// KVTransferParams" and leaves the request waiting for KV that never
+// comes; the router never sends such params, and the sim prefills such a
+// request locally).
+func remotePrefill(params map[string]json.RawMessage) (ok, complete bool) {
+	if !truthy(params["do_remote_prefill"]) {
+		return false, false
+	}
+	for _, k := range []string{"remote_engine_id", "remote_bootstrap_addr", "transfer_id"} {
+		if _, present := params[k]; !present {
+			return true, false
+		}
+	}
+	return true, true
+}
+
+// truthy is Python's truth value of a JSON value (absent is false).
+func truthy(v json.RawMessage) bool {
+	switch s := string(v); s {
+	case "", "null", "false", "0", "0.0", `""`, "[]", "{}":
 		return false
 	}
-	return kv.Connector == "MooncakeConnector" && (kv.Role == "kv_producer" || kv.Role == "kv_both")
+	var f float64
+	if json.Unmarshal(v, &f) == nil {
+		return f != 0
+	}
+	return true
 }
 
 // serveMooncakeBootstrap runs the MooncakeBootstrapServer on

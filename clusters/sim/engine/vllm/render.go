@@ -38,31 +38,51 @@ func appendUsage(b []byte, u usage, withNull bool) []byte {
 	return append(b, '}')
 }
 
-// appendChatResponse is a non-streaming chat.completion (model_dump: nulls
-// present).
-func appendChatResponse(b []byte, id string, created int64, model, text, finish, stopReason string, u usage) []byte {
-	b = openai.AppendHead(b, id, "chat.completion", created, model)
-	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-	b = jsonw.String(b, text)
-	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,"finish_reason":`...)
-	b = jsonw.String(b, finish)
+// choice is one of a response's choices: its text and how it ended
+// (stopReason is JSON, see stopReason).
+type choice struct {
+	text, finish, stopReason string
+}
+
+// appendFinish writes a response choice's finish_reason and stop_reason.
+func appendFinish(b []byte, c choice) []byte {
+	b = append(b, `,"finish_reason":`...)
+	b = jsonw.String(b, c.finish)
 	b = append(b, `,"stop_reason":`...)
-	b = append(b, stopReason...)
-	b = append(b, `,"token_ids":null,"routed_experts":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	return append(b, c.stopReason...)
+}
+
+// appendChatResponse is a non-streaming chat.completion (model_dump: nulls
+// present), its choices indexed in order.
+func appendChatResponse(b []byte, id string, created int64, model string, choices []choice, u usage) []byte {
+	b = openai.AppendHead(b, id, "chat.completion", created, model)
+	b = append(b, `,"choices":[`...)
+	b = openai.AppendChoices(b, len(choices), func(b []byte, i int) []byte {
+		c := choices[i]
+		b = append(b, `,"message":{"role":"assistant","content":`...)
+		b = jsonw.String(b, c.text)
+		b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null`...)
+		b = appendFinish(b, c)
+		return append(b, `,"token_ids":null,"routed_experts":null}`...)
+	})
+	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, u, true)
 	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"prompt_text":null,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`...)
 }
 
 // appendCompletionResponse is a non-streaming text_completion.
-func appendCompletionResponse(b []byte, id string, created int64, model, text, finish, stopReason string, u usage) []byte {
+func appendCompletionResponse(b []byte, id string, created int64, model string, choices []choice, u usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
-	b = append(b, `,"choices":[{"index":0,"text":`...)
-	b = jsonw.String(b, text)
-	b = append(b, `,"logprobs":null,"finish_reason":`...)
-	b = jsonw.String(b, finish)
-	b = append(b, `,"stop_reason":`...)
-	b = append(b, stopReason...)
-	b = append(b, `,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null,"routed_experts":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	b = append(b, `,"choices":[`...)
+	b = openai.AppendChoices(b, len(choices), func(b []byte, i int) []byte {
+		c := choices[i]
+		b = append(b, `,"text":`...)
+		b = jsonw.String(b, c.text)
+		b = append(b, `,"logprobs":null`...)
+		b = appendFinish(b, c)
+		return append(b, `,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null,"routed_experts":null}`...)
+	})
+	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, u, true)
 	return append(b, `,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`...)
 }
@@ -77,11 +97,14 @@ const (
 	chunkFinal
 )
 
-// appendChatChunk writes a chat.completion.chunk with one choice.
-// continuous is the running usage for stream_options.continuous_usage_stats.
-func appendChatChunk(b []byte, id string, created int64, model string, kind chunkKind, text, finish, stopReason string, continuous *usage) []byte {
+// appendChatChunk writes a chat.completion.chunk with one choice, the
+// index-th. continuous is the running usage for
+// stream_options.continuous_usage_stats.
+func appendChatChunk(b []byte, id string, created int64, model string, index int, kind chunkKind, text, finish, stopReason string, continuous *usage) []byte {
 	b = openai.AppendHead(b, id, "chat.completion.chunk", created, model)
-	b = append(b, `,"choices":[{"index":0,"delta":{`...)
+	b = append(b, `,"choices":[{"index":`...)
+	b = jsonw.Int(b, index)
+	b = append(b, `,"delta":{`...)
 	switch kind {
 	case chunkRole:
 		b = append(b, `"role":"assistant","content":""`...)
@@ -115,9 +138,11 @@ func appendChatChunk(b []byte, id string, created int64, model string, kind chun
 // appendCompletionChunk writes a text_completion stream chunk, dumped with
 // exclude_unset: every choice field is passed, usage only with continuous
 // usage stats (completion/serving.py completion_stream_generator).
-func appendCompletionChunk(b []byte, id string, created int64, model, text, finish, stopReason string, continuous *usage) []byte {
+func appendCompletionChunk(b []byte, id string, created int64, model string, index int, text, finish, stopReason string, continuous *usage) []byte {
 	b = openai.AppendHead(b, id, "text_completion", created, model)
-	b = append(b, `,"choices":[{"index":0,"text":`...)
+	b = append(b, `,"choices":[{"index":`...)
+	b = jsonw.Int(b, index)
+	b = append(b, `,"text":`...)
 	b = jsonw.String(b, text)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
 	b = jsonw.NullOrString(b, finish)

@@ -75,6 +75,10 @@ func Main(ctx context.Context, c *proc.Container) int {
 		return server.ArgsExit(err, stdout, stderr)
 	}
 	lg := logger{out: stdout, quiet: aboveInfo(c.Env["VLLM_LOGGING_LEVEL"])}
+	cfg.maxNSequences = 16384
+	if v, err := strconv.Atoi(c.Env["VLLM_MAX_N_SEQUENCES"]); err == nil {
+		cfg.maxNSequences = v
+	}
 	uv := uvicornLog{out: stderr, quiet: aboveInfo(cfg.uvicornLogLevel)}
 	knobs, err := server.ReadKnobs(c.Env)
 	if err != nil {

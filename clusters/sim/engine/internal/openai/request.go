@@ -76,6 +76,9 @@ type Common struct {
 	NoStopTrim bool
 	// Sampling holds the sampling parameters the request set.
 	Sampling Sampling
+	// KVTransferParams is vLLM's kv_transfer_params as sent (a copy; nil
+	// when absent or null). The engine validates and reads it.
+	KVTransferParams json.RawMessage
 }
 
 // Sampling is the sampling parameters a request set; nil means absent or
@@ -125,6 +128,7 @@ type rawCommon struct {
 	PresencePenalty     *json.RawMessage `json:"presence_penalty"`
 	FrequencyPenalty    *json.RawMessage `json:"frequency_penalty"`
 	RepetitionPenalty   *json.RawMessage `json:"repetition_penalty"`
+	KVTransferParams    *json.RawMessage `json:"kv_transfer_params"`
 }
 
 type rawChat struct {
@@ -348,6 +352,9 @@ func (raw *rawCommon) common(c *Common, errs []FieldError) []FieldError {
 		errs = append(errs, *ferr)
 	} else if present {
 		c.MinTokens = n
+	}
+	if raw.KVTransferParams != nil && !isNull(*raw.KVTransferParams) {
+		c.KVTransferParams = append(json.RawMessage(nil), bytes.TrimSpace(*raw.KVTransferParams)...)
 	}
 	if raw.PromptLogprobs != nil && !isNull(*raw.PromptLogprobs) {
 		c.PromptLogprobs = true

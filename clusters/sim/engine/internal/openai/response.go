@@ -34,3 +34,18 @@ func AppendUsageCounts(b []byte, prompt, completion int) []byte {
 	b = append(b, `,"completion_tokens":`...)
 	return jsonw.Int(b, completion)
 }
+
+// AppendChoices writes n choice objects separated by commas, each opened as
+// {"index":i and completed by rest (which closes it): the choices array's
+// contents, indexed in order as both engines index a response's choices.
+func AppendChoices(b []byte, n int, rest func(b []byte, i int) []byte) []byte {
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = jsonw.Int(b, i)
+		b = rest(b, i)
+	}
+	return b
+}
