@@ -181,7 +181,10 @@ func (p *zmqPublisher) publish(ev kvevents.Event) {
 // serveReplay answers replay requests as ZmqEventPublisher._service_replay
 // does: a request is [identity, empty, start sequence (big-endian)]; the
 // answer is every buffered message from that sequence on, each [identity,
-// empty, sequence, payload], then [identity, empty, -1, empty].
+// empty, topic, sequence, payload], then [identity, empty, empty, -1,
+// empty] (vllm-project/vllm@98dff2a81:vllm/distributed/kv_events.py: the
+// subscriber receives what it receives from the PUB, topic first; earlier
+// vLLM sent no topic, which llm-d-router v0.10.0's replay client refuses).
 func (p *zmqPublisher) serveReplay() {
 	defer p.wg.Done()
 	for {
@@ -194,12 +197,11 @@ func (p *zmqPublisher) serveReplay() {
 		}
 		id, start := req.Frames[0], beUint(req.Frames[2])
 		for _, m := range p.since(start) {
-			seq := kvevents.Frames("", m.seq, nil)[1]
-			if p.replay.Send(zmq4.NewMsgFrom(id, nil, seq, m.payload)) != nil {
+			if p.replay.Send(zmq4.NewMsgFrom(append([][]byte{id, nil}, kvevents.Frames(p.topic, m.seq, m.payload)...)...)) != nil {
 				break
 			}
 		}
-		_ = p.replay.Send(zmq4.NewMsgFrom(id, nil, kvevents.EndSeq, nil))
+		_ = p.replay.Send(zmq4.NewMsgFrom(id, nil, nil, kvevents.EndSeq, nil))
 	}
 }
 

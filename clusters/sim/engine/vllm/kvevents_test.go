@@ -178,16 +178,23 @@ func replay(t *testing.T, e *enginetest.Engine, start uint64) []replayed {
 		if !ok {
 			t.Fatal("replay ended without the end marker")
 		}
-		if len(m.Frames) != 3 || len(m.Frames[0]) != 0 {
-			t.Fatalf("replay frames %q, want [empty, seq, payload]", m.Frames)
+		// vLLM 0.29.0 answers [topic, seq, payload] after the delimiter, the
+		// PUB's frames; llm-d-router v0.10.0's replay client
+		// (pkg/kvevents/zmq_subscriber.go, requestReplay) reads exactly that
+		// and the end marker as three frames with an empty payload.
+		if len(m.Frames) != 4 || len(m.Frames[0]) != 0 {
+			t.Fatalf("replay frames %q, want [empty, topic, seq, payload]", m.Frames)
 		}
-		if bytes.Equal(m.Frames[1], kvevents.EndSeq) {
-			if len(m.Frames[2]) != 0 {
-				t.Fatalf("end marker payload %x", m.Frames[2])
+		if bytes.Equal(m.Frames[2], kvevents.EndSeq) {
+			if len(m.Frames[1]) != 0 || len(m.Frames[3]) != 0 {
+				t.Fatalf("end marker %q, want [empty, empty, -1, empty]", m.Frames)
 			}
 			return out
 		}
-		out = append(out, replayed{binary.BigEndian.Uint64(m.Frames[1]), m.Frames[2]})
+		if string(m.Frames[1]) != "kv@" {
+			t.Fatalf("replayed topic %q, want the configured kv@", m.Frames[1])
+		}
+		out = append(out, replayed{binary.BigEndian.Uint64(m.Frames[2]), m.Frames[3]})
 	}
 }
 
