@@ -46,16 +46,17 @@ E2E_FLAGS = -go="$(GO)" -target="$(E2E_TARGET)" -config="$(E2E_CONFIG)" -artifac
   -nodes=$(GINKGO_NODES) -label-filter='$(GINKGO_LABEL_FILTER)' -focus='$(GINKGO_FOCUS)' -skip='$(GINKGO_SKIP)' \
   -timeout=$(GINKGO_TIMEOUT) -ginkgo-args='$(GINKGO_ARGS)'
 
-.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver routers upstream-llmd bench bench-dist fuzz lint report-check clean help e2e-runner
+.PHONY: all test unit docs e2e plan qualify repeat reliability test-apiserver routers upstream-llmd test-upstream-llmd bench bench-dist fuzz lint report-check clean help e2e-runner
 
 all: lint test ## gofmt and go vet, then make test
 
 help: ## list every target
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
-test: routers unit ## the routers built (cached), unit tests with -race, then the suite on the sim, then the interrupt test
+test: routers unit ## the routers built (cached), unit tests with -race, then the suite on the sim, the interrupt test, and the llm-d differential where llm-d's EPP can be built (else one line saying why not)
 	$(MAKE) e2e E2E_TARGET=sim GINKGO_NODES=$(TEST_GINKGO_NODES)
 	$(MAKE) reliability
+	@bash hack/test-upstream-llmd.sh --if-available
 
 unit: ## unit tests of every package, with -race (docs/ without: text checks only); of the suites their plain Go tests (registry, rows, plan, generated docs, waits), not the specs
 	@echo "unit: compiling and running the unit tests with -race; the first run compiles for a few minutes, then a line per package"
@@ -98,8 +99,11 @@ test-apiserver: routers ## the kube target against a real kube-apiserver, in a p
 routers: ## build vllm-router and sgl-model-gateway from their pinned sources with cargo, cached outside the checkout (~/.cache/routing-conformance/routers); ROUTER_PATCHES=<dir> applies the operator's patches; VLLM_ROUTER_VERSION= / SGLANG_ROUTER_VERSION= build others
 	@bash hack/routers.sh
 
-upstream-llmd: ## build llm-d-router v0.10.0's EPP (cmd/epp) into .upstream-llmd/ with a manifest.json: go install where the module proxy serves it, else from LLMD_ROUTER_SRC (a v0.10.0 checkout) and LLMD_KV_CACHE_SRC; not part of make test
+upstream-llmd: ## build llm-d-router v0.10.0's EPP (cmd/epp) into .upstream-llmd/ with a manifest.json: go install where the module proxy serves it, else from LLMD_ROUTER_SRC (a v0.10.0 checkout) and LLMD_KV_CACHE_SRC; make test uses it when it can
 	@bash hack/upstream-llmd.sh
+
+test-upstream-llmd: routers ## every llm-d claim on the emulated EPP and on llm-d-router v0.10.0's built EPP (make upstream-llmd first, or it builds it), compared row by row; artifacts/upstream-llmd/differential.md
+	@bash hack/test-upstream-llmd.sh
 
 bench: ## benchmarks printing ratios against a peer measured in the same run; the driver's overhead per concurrency
 	bash bench/run.sh

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"flag"
+	"github.com/gpustack/routing-conformance/internal/eppdiff"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,7 +21,10 @@ var generated = map[string]map[string]func() string{
 		"translations": upstream.TranslationsMarkdown,
 		"patches":      upstream.PatchesMarkdown,
 	},
-	"upstream-llmd.md": {"epp-translations": upstream.EPPTranslationsMarkdown},
+	"upstream-llmd.md": {
+		"epp-translations":      upstream.EPPTranslationsMarkdown,
+		"epp-known-differences": eppdiff.KnownMarkdown,
+	},
 }
 
 // TestRouterTables: routers-from-source.md holds each table exactly as its

@@ -35,7 +35,7 @@ say() { echo "upstream-llmd: $*"; }
 # fail says what failed and how to fix it, on one line.
 fail() {
   echo "upstream-llmd: $1; fix: $2" >&2
-  exit 1
+  exit "${fail_code:-1}"
 }
 
 command -v "$go" >/dev/null 2>&1 || fail "$go is not on PATH (the EPP is Go)" "install Go 1.26.6 or newer (llm-d-router $version's go.mod asks for it)"
@@ -84,7 +84,9 @@ if "$go" list -m "$module@$version" >/dev/null 2>&1; then
 fi
 
 if [ -z "$router_src" ] || [ -z "$kv_src" ]; then
-  fail "the Go module proxy ($("$go" env GOPROXY)) does not serve $module@$version and LLMD_ROUTER_SRC/LLMD_KV_CACHE_SRC are not both set" \
+  # Exit 3: neither way is available here (hack/test-upstream-llmd.sh tells
+  # this apart from a build that failed).
+  fail_code=3 fail "the Go module proxy ($("$go" env GOPROXY)) does not serve $module@$version and LLMD_ROUTER_SRC/LLMD_KV_CACHE_SRC are not both set" \
     "use a proxy that serves it (go install $module/cmd/epp@$version), or set LLMD_ROUTER_SRC to a git checkout of llm-d/llm-d-router at $version and LLMD_KV_CACHE_SRC to a copy of llm-d/llm-d-kv-cache's Go module"
 fi
 [ -f "$router_src/go.mod" ] && grep -q "^module $module\$" "$router_src/go.mod" ||

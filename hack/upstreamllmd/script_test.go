@@ -78,3 +78,26 @@ func TestRouterSourceMustBeTheV0100Commit(t *testing.T) {
 		t.Fatalf("another module is refused: %d %s", code, stderr)
 	}
 }
+
+// TestTheDifferentialSaysInOneLineWhyItDidNotRun: make test and .ci/run call
+// hack/test-upstream-llmd.sh --if-available; where neither way of building
+// the EPP exists (this workplace's CI) it is one line and no failure, while
+// make test-upstream-llmd, asked for by name, fails.
+func TestTheDifferentialSaysInOneLineWhyItDidNotRun(t *testing.T) {
+	env := append(os.Environ(), "GOPROXY=off", "GOFLAGS=", "E2E_LLMD_DIR="+t.TempDir(), "LLMD_ROUTER_SRC=", "LLMD_KV_CACHE_SRC=")
+	cmd := exec.Command("bash", "../test-upstream-llmd.sh", "--if-available")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("--if-available without a way to build: %v\n%s", err, out)
+	}
+	if strings.Count(string(out), "\n") != 1 || !strings.HasPrefix(string(out), "test-upstream-llmd: not run: ") ||
+		!strings.Contains(string(out), "LLMD_ROUTER_SRC") {
+		t.Fatalf("want one line saying it was not run and why, got:\n%s", out)
+	}
+	cmd = exec.Command("bash", "../test-upstream-llmd.sh")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("asked for by name without a build, it must fail; got:\n%s", out)
+	}
+}
