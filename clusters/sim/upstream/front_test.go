@@ -52,7 +52,7 @@ func TestFrontIsFullDuplex(t *testing.T) {
 		frontLn = ln
 		return ln, err
 	}}
-	if front(c, host, p, exited, nil, nil, nil) == nil {
+	if front(c, net.JoinHostPort(host, port), p, exited, nil, nil, nil) == nil {
 		t.Fatal("the front did not start")
 	}
 
