@@ -91,21 +91,15 @@ func TestRemovalsAreReferenceCountedPerPod(t *testing.T) {
 	if p.holds(podA, keys) != 0 {
 		t.Fatal("the second removal did not evict")
 	}
-	p.Apply(podA, stored([]uint64{1}, nil, toks))
-	p.Apply(podA, stored([]uint64{1}, nil, toks))
-	p.Apply(podA, KVEvent{Kind: AllBlocksCleared})
-	p.Apply(podA, stored([]uint64{1}, nil, toks))
-	p.Apply(podA, removed(1))
-	if p.holds(podA, keys) != 0 {
-		t.Fatal("counts from before AllBlocksCleared suppressed a removal")
-	}
-	// A Reset (resetForSource) is the same clear.
-	p.Apply(podA, stored([]uint64{1}, nil, toks))
-	p.Apply(podA, stored([]uint64{1}, nil, toks))
-	p.Apply(podA, KVEvent{Kind: Reset})
-	p.Apply(podA, stored([]uint64{1}, nil, toks))
-	if p.Apply(podA, removed(1)); p.holds(podA, keys) != 0 {
-		t.Fatal("counts from before a reset suppressed a removal")
+	// AllBlocksCleared and a Reset (resetForSource) drop the counts too.
+	for _, clear := range []KVEventKind{AllBlocksCleared, Reset} {
+		p.Apply(podA, stored([]uint64{1}, nil, toks))
+		p.Apply(podA, stored([]uint64{1}, nil, toks))
+		p.Apply(podA, KVEvent{Kind: clear})
+		p.Apply(podA, stored([]uint64{1}, nil, toks))
+		if p.Apply(podA, removed(1)); p.holds(podA, keys) != 0 {
+			t.Fatalf("counts from before clear kind %d suppressed a removal", clear)
+		}
 	}
 }
 
