@@ -1,6 +1,7 @@
 // Package kvevents is vLLM's KV-cache event wire format: the frames of one
 // ZMQ message and the msgpack batch inside it, as vLLM 0.29.0's
-// ZmqEventPublisher sends them and llm-d-kv-cache's subscriber reads them.
+// ZmqEventPublisher sends them and llm-d-router v0.10.0's EPP reads them
+// (its own pkg/kvevents: zmq_subscriber.go, engineadapter/vllm_adapter.go).
 // The sim's vLLM emulation encodes with it and the emulated EPP's precise
 // prefix producer decodes with it, so both ends read the bytes the real
 // engine and the real EPP exchange. The sockets are the users' business.
@@ -46,6 +47,15 @@ type Event struct {
 	ParentBlockHash *uint64
 	TokenIDs        []uint32
 	BlockSize       int
+
+	// Read by Decode only, because the EPP acts on them: lora_name replaces
+	// the topic's model in the block keys, group_idx with kv_cache_spec_kind
+	// decides whether a store is indexed (llm-d/llm-d-router@71f4f099:pkg/kvevents/pool.go
+	// processEventBatch). Encode always writes vLLM 0.29.0's values for a
+	// non-LoRA engine: lora_name nil, group_idx 0, "full_attention".
+	LoraName *string
+	GroupIdx *int
+	SpecKind string
 }
 
 // Batch is one KVEventBatch: an engine step's events.
@@ -179,12 +189,15 @@ func (w *writer) event(ev Event) {
 	}
 }
 
-// Decode reads a KVEventBatch payload the way llm-d-kv-cache's vLLM adapter
-// does: the batch positionally, each event either a tagged map (vLLM since
-// vllm-project/vllm#42892, llm-d/llm-d-kv-cache#661) or a legacy tagged
-// array ([tag, block_hashes, parent_block_hash, token_ids, block_size, ...]);
-// a hash is an integer or bytes (the last 8, big-endian). Fields the sim
-// does not use are skipped.
+// Decode reads a KVEventBatch payload the way llm-d-router v0.10.0's vLLM
+// adapter does (llm-d/llm-d-router@71f4f099:pkg/kvevents/engineadapter/vllm_adapter.go,
+// ParseMessage, decodeVLLMEvent, mapEventToFields): the batch positionally,
+// each event either a tagged map (vLLM since vllm-project/vllm#42892, what
+// 0.29.0 sends) or a legacy tagged array ([tag, block_hashes,
+// parent_block_hash, token_ids, block_size, lora_id, medium, lora_name,
+// extra_keys, group_idx, kv_cache_spec_kind]); a hash is an integer or bytes
+// (the last 8, big-endian). One bad event fails the whole batch, as there.
+// Fields the EPP does not act on are skipped.
 func Decode(payload []byte) (Batch, error) {
 	var top []any
 	if err := msgpack.Unmarshal(payload, &top); err != nil {
@@ -220,8 +233,13 @@ func Decode(payload []byte) (Batch, error) {
 	return b, nil
 }
 
-// positions are the legacy array layout's indexes (tag at 0).
-var positions = map[string]int{"block_hashes": 1, "parent_block_hash": 2, "token_ids": 3, "block_size": 4}
+// positions are the legacy array layout's indexes (tag at 0), per kind
+// (blockStoredFieldOrder and blockRemovedFieldOrder in vllm_adapter.go).
+var positions = map[Kind]map[string]int{
+	BlockStored: {"block_hashes": 1, "parent_block_hash": 2, "token_ids": 3, "block_size": 4,
+		"lora_name": 7, "group_idx": 9, "kv_cache_spec_kind": 10},
+	BlockRemoved: {"block_hashes": 1, "group_idx": 3},
+}
 
 func decodeEvent(raw any) (Event, error) {
 	field := func(string) any { return nil }
@@ -235,7 +253,8 @@ func decodeEvent(raw any) (Event, error) {
 			tag = v[0]
 		}
 		field = func(name string) any {
-			if i := positions[name]; i < len(v) {
+			tag, _ := v[0].(string)
+			if i, ok := positions[Kind(tag)][name]; ok && i < len(v) {
 				return v[i]
 			}
 			return nil
@@ -259,8 +278,30 @@ func decodeEvent(raw any) (Event, error) {
 	default:
 		return Event{}, fmt.Errorf("unknown tag %q", kind)
 	}
+	if g := field("group_idx"); g != nil {
+		n, err := toUint(g)
+		if err != nil || int64(n) < 0 {
+			return Event{}, fmt.Errorf("group_idx: %v (%w)", g, err)
+		}
+		i := int(n)
+		ev.GroupIdx = &i
+	}
 	if ev.Kind == BlockRemoved {
 		return ev, nil
+	}
+	if l := field("lora_name"); l != nil {
+		s, ok := l.(string)
+		if !ok {
+			return Event{}, fmt.Errorf("lora_name is %T", l)
+		}
+		ev.LoraName = &s
+	}
+	if k := field("kv_cache_spec_kind"); k != nil {
+		s, ok := k.(string)
+		if !ok {
+			return Event{}, fmt.Errorf("kv_cache_spec_kind is %T", k)
+		}
+		ev.SpecKind = s
 	}
 	if p := field("parent_block_hash"); p != nil {
 		h, err := hash(p)
@@ -345,9 +386,9 @@ func Frames(topic string, seq uint64, payload []byte) [][]byte {
 	return [][]byte{[]byte(topic), binary.BigEndian.AppendUint64(nil, seq), payload}
 }
 
-// ParseFrames splits a received message as llm-d-kv-cache's subscriber
-// does: exactly three frames, the sequence number the first 8 bytes of the
-// second.
+// ParseFrames splits a received message as llm-d-router v0.10.0's
+// subscriber does (parseEventFrame in llm-d/llm-d-router@71f4f099:pkg/kvevents/zmq_subscriber.go):
+// exactly three frames, the sequence number the first 8 bytes of the second.
 func ParseFrames(frames [][]byte) (topic string, seq uint64, payload []byte, err error) {
 	if len(frames) != 3 {
 		return "", 0, nil, fmt.Errorf("kvevents: %d frames, want 3", len(frames))

@@ -83,8 +83,18 @@ func TestDecodeReadsMapAndLegacyArrayEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(out, in) {
-		t.Fatalf("round trip\n got %+v\nwant %+v", out, in)
+	// Encode writes group 0 and full_attention as vLLM 0.29.0 does; the
+	// EPP reads them back (they decide whether a store is indexed).
+	zero := 0
+	want := Batch{TS: in.TS, DataParallelRank: 1, Events: append([]Event(nil), in.Events...)}
+	for i := range want.Events[:3] {
+		want.Events[i].GroupIdx = &zero
+		if want.Events[i].Kind == BlockStored {
+			want.Events[i].SpecKind = "full_attention"
+		}
+	}
+	if !reflect.DeepEqual(out, want) {
+		t.Fatalf("round trip\n got %+v\nwant %+v", out, want)
 	}
 
 	// vLLM before #42892: array_like events, bytes hashes (last 8 count),
@@ -92,14 +102,30 @@ func TestDecodeReadsMapAndLegacyArrayEvents(t *testing.T) {
 	legacy, _ := msgpack.Marshal([]any{1.0, []any{
 		[]any{"BlockStored", []any{[]byte{0xaa, 0, 0, 0, 0, 0, 0, 0, 2}}, nil, []any{4, 5}, 16, nil},
 		[]any{"BlockRemoved", []any{uint64(2)}},
+		// lora_name at 7, group_idx at 9, kv_cache_spec_kind at 10 (BlockStored);
+		// group_idx at 3 (BlockRemoved): vllm_adapter.go convertBlockStoredEvent.
+		[]any{"BlockStored", []any{3}, nil, []any{1}, 16, nil, "GPU", "lora-a", nil, 2, "sliding_window"},
+		[]any{"BlockRemoved", []any{3}, "GPU", 2},
 	}})
 	out, err = Decode(legacy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Events) != 2 || out.Events[0].BlockHashes[0] != 2 || out.Events[0].ParentBlockHash != nil ||
-		!reflect.DeepEqual(out.Events[0].TokenIDs, []uint32{4, 5}) || out.Events[1].Kind != BlockRemoved {
+	if len(out.Events) != 4 || out.Events[0].BlockHashes[0] != 2 || out.Events[0].ParentBlockHash != nil ||
+		!reflect.DeepEqual(out.Events[0].TokenIDs, []uint32{4, 5}) || out.Events[1].Kind != BlockRemoved ||
+		out.Events[0].GroupIdx != nil || out.Events[1].GroupIdx != nil {
 		t.Fatalf("legacy batch decoded as %+v", out)
+	}
+	if e := out.Events[2]; e.LoraName == nil || *e.LoraName != "lora-a" || e.GroupIdx == nil || *e.GroupIdx != 2 || e.SpecKind != "sliding_window" {
+		t.Fatalf("legacy BlockStored's LoRA/group fields decoded as %+v", e)
+	}
+	if e := out.Events[3]; e.GroupIdx == nil || *e.GroupIdx != 2 {
+		t.Fatalf("legacy BlockRemoved's group decoded as %+v", e)
+	}
+	m, _ := msgpack.Marshal([]any{1.0, []any{map[string]any{"type": "BlockStored", "block_hashes": []any{1},
+		"parent_block_hash": nil, "token_ids": []any{1}, "block_size": 16, "lora_name": "lora-b"}}})
+	if out, err = Decode(m); err != nil || *out.Events[0].LoraName != "lora-b" || out.Events[0].GroupIdx != nil {
+		t.Fatalf("map event with lora_name: %+v, %v", out, err)
 	}
 
 	for name, bad := range map[string]any{
@@ -108,6 +134,8 @@ func TestDecodeReadsMapAndLegacyArrayEvents(t *testing.T) {
 		"ts not float": []any{"x", []any{}},
 		"hash not int": []any{1.0, []any{map[string]any{"type": "BlockRemoved", "block_hashes": []any{"h"}}}},
 		"no events":    []any{1.0},
+		// vllm_adapter.go rejects a negative group_idx, and the whole batch with it.
+		"negative group": []any{1.0, []any{map[string]any{"type": "BlockRemoved", "block_hashes": []any{1}, "group_idx": -1}}},
 	} {
 		p, _ := msgpack.Marshal(bad)
 		if _, err := Decode(p); err == nil {

@@ -198,9 +198,10 @@ func replay(t *testing.T, e *enginetest.Engine, start uint64) []replayed {
 	}
 }
 
-// llmdBatch is the batch shape llm-d-kv-cache's vLLM adapter decodes into
-// (msgpackVLLMEventBatch in llm-d/llm-d-kv-cache@7be76e11:pkg/kvevents/engineadapter/vllm_adapter.go,
-// unchanged by llm-d/llm-d-kv-cache#661): positional, the events kept raw.
+// llmdBatch is the batch shape llm-d-router v0.10.0's vLLM adapter decodes
+// into (msgpackVLLMEventBatch in
+// llm-d/llm-d-router@71f4f099:pkg/kvevents/engineadapter/vllm_adapter.go, the
+// EPP's own pkg/kvevents): positional, the events kept raw.
 type llmdBatch struct {
 	_                struct{} `msgpack:",array"`
 	TS               float64
@@ -208,10 +209,10 @@ type llmdBatch struct {
 	DataParallelRank *int `msgpack:",omitempty"`
 }
 
-func TestKVEventsDecodeAsLLMDKVCacheReadsThem(t *testing.T) {
+func TestKVEventsDecodeAsLLMDRouterReadsThem(t *testing.T) {
 	e := startPublishing(t)
 	_, m, _ := subscribe(t, e, "kv@")
-	// zmqSubscriber.runSubscriber (llm-d/llm-d-kv-cache@7be76e11:pkg/kvevents/zmq_subscriber.go):
+	// parseEventFrame (llm-d/llm-d-router@71f4f099:pkg/kvevents/zmq_subscriber.go):
 	// exactly 3 frames, the sequence the big-endian first 8 bytes of frame 1.
 	if len(m.Frames) != 3 || len(m.Frames[1]) != 8 {
 		t.Fatalf("frames %d, sequence frame %d bytes", len(m.Frames), len(m.Frames[1]))
@@ -223,8 +224,9 @@ func TestKVEventsDecodeAsLLMDKVCacheReadsThem(t *testing.T) {
 	if batch.TS < 1e9 || len(batch.Events) != 1 || batch.DataParallelRank == nil || *batch.DataParallelRank != 0 {
 		t.Fatalf("batch ts %v, %d events, rank %v", batch.TS, len(batch.Events), batch.DataParallelRank)
 	}
-	// #661 (llm-d/llm-d-kv-cache@53a0e08e, decodeVLLMEvent): an event decoded
-	// into `any` is a map keyed by field name with the tag under "type".
+	// decodeVLLMEvent (same file) decodes an event into `any`: vLLM 0.29's is
+	// a map keyed by field name with the tag under "type", which
+	// mapEventToFields reorders into the positional layout.
 	var ev any
 	if err := msgpack.Unmarshal(batch.Events[0], &ev); err != nil {
 		t.Fatal(err)
@@ -244,8 +246,9 @@ func TestKVEventsDecodeAsLLMDKVCacheReadsThem(t *testing.T) {
 	if len(fields) != 11 {
 		t.Errorf("event has %d fields, want vLLM 0.29's 11 (None-default ones omitted): %s", len(fields), raw)
 	}
-	// Before #661 the adapter decoded each event into []any: vLLM 0.29's
-	// map events fail there, so a kv-cache without it drops every batch.
+	// It is a map, not a legacy array: a reader that decodes events into
+	// []any only (the adapter before vllm-project/vllm#42892 was handled)
+	// would drop every batch.
 	var positional []any
 	if err := msgpack.Unmarshal(batch.Events[0], &positional); err == nil {
 		t.Fatalf("a map event decoded as an array: %v", positional)

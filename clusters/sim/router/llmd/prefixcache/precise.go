@@ -21,11 +21,15 @@ const PreciseType = "precise-prefix-cache-producer"
 // KVEventKind is a vLLM KV-cache event type.
 type KVEventKind int
 
-// The event kinds vLLM publishes on its KV-events socket (topic "kv@").
+// The event kinds vLLM publishes on its KV-events socket (topic "kv@"), and
+// Reset: the subscriber dropping what the source reported (Pool.resetForSource
+// in llm-d/llm-d-router@71f4f099:pkg/kvevents/pool.go, on a failed replay or a
+// sequence reset).
 const (
 	BlockStored KVEventKind = iota
 	BlockRemoved
 	AllBlocksCleared
+	Reset
 )
 
 // KVEvent is one engine KV-cache event. BlockStored carries the engine's
@@ -42,6 +46,12 @@ type KVEvent struct {
 	ParentBlockHash *uint64
 	TokenIDs        []uint32
 	BlockSize       int
+	// LoraName, when set, replaces the topic's model in the keys.
+	LoraName *string
+	// GroupIdx and SpecKind are vLLM's KV-cache group and its spec kind
+	// (nil and "" from engines without them).
+	GroupIdx *int
+	SpecKind string
 }
 
 // Subscriber identifies the engine whose events a subscription carries.
@@ -51,6 +61,9 @@ type Subscriber struct {
 	// tcp://<Address>:<socketPort>.
 	Address    string
 	SocketPort int
+	// ReplayPort is podDiscoveryConfig.replaySocketPort, 0 for none
+	// (PodDiscoveryConfig.EffectiveReplayPort).
+	ReplayPort int
 	// TopicFilter is the SUB socket's subscription (kvEventsConfig.topicFilter,
 	// default "kv@").
 	TopicFilter string
@@ -93,9 +106,12 @@ type preciseParams struct {
 // blocks each engine reports holding, keyed by block keys the EPP computes
 // from token IDs (16-token blocks by default, full blocks only, chained),
 // and scores a request by the longest run of leading blocks each candidate
-// holds. Emulated: the index, the key chain, the per-Pod subscription
-// lifecycle and the scoring; not emulated: ZMQ transport, the replay
-// socket, speculative indexing, device tiers (every block weighs 1).
+// holds. Emulated: the index as llm-d-router v0.10.0's pkg/kvevents and
+// kvblock.InMemoryIndex keep it (see Apply), the key chain, the per-Pod
+// subscription lifecycle with replay (ZMQSource) and the scoring; not
+// emulated: speculative indexing, device tiers (vLLM reports every block
+// on "GPU", weight 1), the index's LRU bounds, multimodal and cache_salt
+// extra keys.
 type Precise struct {
 	name      string
 	key       fw.DataKey
@@ -105,14 +121,30 @@ type Precise struct {
 	selector  labels.Selector
 	namespace string
 	port      int
+	replay    int
 	discover  bool
 	filter    string
 
-	mu     sync.RWMutex
-	index  map[uint64]map[string]struct{} // block key → pods ("ip:port")
-	engine map[string]map[uint64]uint64   // pod → engine hash → block key
-	subs   map[string]func()              // pod → cancel
-	held   map[string]map[uint64]struct{} // pod → block keys
+	mu    sync.RWMutex
+	index map[uint64]map[string]struct{} // request key → pods ("ip:port")
+	// engine maps an engine hash to the request keys it covers, shared by
+	// all Pods and left alone by clears (InMemoryIndex.engineToRequestKeys).
+	engine map[uint64][]uint64
+	held   map[string]map[uint64]struct{} // pod → request keys
+	// refs counts stores per pod, group and engine hash (eventDedupFilter).
+	refs   map[string]map[groupHash]int
+	groups map[string]map[int]string // pod → group → spec kind (GroupCatalog)
+	subs   map[string]subscription
+}
+
+type groupHash struct {
+	group int
+	hash  uint64
+}
+
+type subscription struct {
+	addr   string
+	cancel func()
 }
 
 // NewPrecise is the precise producer's factory.
@@ -127,8 +159,9 @@ func NewPrecise(name string, dec *json.Decoder, source KVEventSource) (*Precise,
 		return nil, fmt.Errorf("failed to create %s plugin: %w", PreciseType, errors.New("speculativeIndexing is not emulated by the sim"))
 	}
 	pr := &Precise{name: name, key: fw.PrefixCacheMatchInfoKey.WithNonEmptyProducerName(name), blockSize: 16,
-		source: source, index: map[uint64]map[string]struct{}{}, engine: map[string]map[uint64]uint64{},
-		subs: map[string]func(){}, held: map[string]map[uint64]struct{}{}, port: 5557, filter: "kv@"}
+		source: source, index: map[uint64]map[string]struct{}{}, engine: map[uint64][]uint64{},
+		subs: map[string]subscription{}, held: map[string]map[uint64]struct{}{}, refs: map[string]map[groupHash]int{},
+		groups: map[string]map[int]string{}, port: 5557, filter: "kv@"}
 	if tp := p.TokenProcessorConfig; tp != nil {
 		if tp.BlockSizeTokens > 0 {
 			pr.blockSize = tp.BlockSizeTokens
@@ -150,6 +183,7 @@ func NewPrecise(name string, dec *json.Decoder, source KVEventSource) (*Precise,
 			if pd.SocketPort > 0 {
 				pr.port = pd.SocketPort
 			}
+			pr.replay = max(0, pd.ReplaySocketPort)
 			if pd.PodLabelSelector != "" {
 				sel, err := labels.Parse(pd.PodLabelSelector)
 				if err != nil {
@@ -204,18 +238,21 @@ func (p *Precise) Keys(model string, tokens []uint32, parent *uint64) []uint64 {
 }
 
 // Watch opens a subscription when an endpoint matching the pod discovery
-// selector joins, and drops the endpoint's subscription and index entries
-// when it leaves (the producer's endpoint extractor).
+// selector joins, and on leaving drops the subscription and the endpoint's
+// index entries but not its store counts (the producer's Extract:
+// RemoveSubscriber and KVBlockIndex().Clear). A join for an endpoint already
+// subscribed at the same address keeps its subscription and sequence state
+// (SubscriberManager.EnsureSubscriber).
 func (p *Precise) Watch(m *fw.EndpointMetadata, joined bool) {
 	pod := m.HostPort()
 	if !joined {
 		p.mu.Lock()
-		cancel := p.subs[pod]
+		sub := p.subs[pod]
 		delete(p.subs, pod)
 		p.clearLocked(pod)
 		p.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		if sub.cancel != nil {
+			sub.cancel()
 		}
 		return
 	}
@@ -223,16 +260,22 @@ func (p *Precise) Watch(m *fw.EndpointMetadata, joined bool) {
 		(p.selector != nil && !p.selector.Matches(labels.Set(m.Labels))) {
 		return
 	}
+	p.mu.RLock()
+	same := p.subs[pod].addr == m.Address && p.subs[pod].cancel != nil
+	p.mu.RUnlock()
+	if same {
+		return
+	}
 	cancel := p.source.Subscribe(Subscriber{Namespace: m.Namespace, Pod: m.PodName, Address: m.Address, SocketPort: p.port,
-		TopicFilter: p.filter}, func(ev KVEvent) { p.Apply(pod, ev) })
+		ReplayPort: p.replay, TopicFilter: p.filter}, func(ev KVEvent) { p.Apply(pod, ev) })
 	p.mu.Lock()
 	old := p.subs[pod]
-	p.subs[pod] = cancel
+	p.subs[pod] = subscription{addr: m.Address, cancel: cancel}
 	p.mu.Unlock()
 	// Cancelled unlocked: a delivery in progress on it holds the source and
 	// waits for p.mu in Apply.
-	if old != nil {
-		old()
+	if old.cancel != nil {
+		old.cancel()
 	}
 }
 
@@ -246,44 +289,99 @@ func TopicModel(topic string) string {
 	return ""
 }
 
-// Apply ingests one event for pod ("ip:port").
+// indexable is isPrefixIndexableSpecKind (pool.go): the cache kinds whose
+// blocks form a prefix chain.
+func indexable(kind string) bool {
+	return kind == "full_attention" || kind == "mla_attention" || kind == "sink_full_attention"
+}
+
+// Apply ingests one event for pod ("ip:port") as processEventBatch in
+// llm-d/llm-d-router@71f4f099:pkg/kvevents/pool.go does, on an index that
+// behaves as kvblock.InMemoryIndex (pkg/kvcache/kvblock/in_memory.go):
+//
+//   - BlockStored: a grouped store of a kind without a prefix chain, or whose
+//     tokens are not exactly one block_size per hash, is skipped
+//     (blockStoredEventDigestible); a parent hash the index cannot map to a
+//     request key skips the event; the keys are chained from the parent's
+//     last request key, else seeded with the topic's model (lora_name when
+//     set); the engine hashes map onto the keys by their count ratio
+//     (engineToRequestMapping), replacing earlier mappings; each hash's store
+//     count goes up, duplicates included.
+//   - BlockRemoved: a grouped removal for a group the pod never stored under
+//     a prefix kind is skipped; each hash's count goes down and only a hash
+//     whose count reaches 0 (or was never counted) is evicted: the pod leaves
+//     every request key the hash maps to, and the mapping goes once none of
+//     them has a pod.
+//   - AllBlocksCleared and Reset: the pod leaves every key and its counts go;
+//     the engine mappings stay (InMemoryIndex.Clear).
 func (p *Precise) Apply(pod string, ev KVEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	group := -1 // noGroupIdx
+	if ev.GroupIdx != nil {
+		group = *ev.GroupIdx
+	}
 	switch ev.Kind {
-	case AllBlocksCleared:
+	case AllBlocksCleared, Reset:
 		p.clearLocked(pod)
+		delete(p.refs, pod)
 	case BlockRemoved:
-		for _, h := range ev.BlockHashes {
-			if key, ok := p.engine[pod][h]; ok {
-				delete(p.engine[pod], h)
-				p.dropLocked(pod, key)
+		if ev.GroupIdx != nil {
+			if kind, ok := p.groups[pod][group]; !ok || !indexable(kind) {
+				return
 			}
+		}
+		for _, h := range ev.BlockHashes {
+			k := groupHash{group, h}
+			if n := p.refs[pod][k]; n > 1 {
+				p.refs[pod][k] = n - 1
+				continue
+			}
+			delete(p.refs[pod], k)
+			p.evictLocked(pod, h)
 		}
 	case BlockStored:
+		if ev.GroupIdx != nil {
+			if ev.SpecKind == "" {
+				ev.SpecKind = p.groups[pod][group]
+			} else {
+				if p.groups[pod] == nil {
+					p.groups[pod] = map[int]string{}
+				}
+				p.groups[pod][group] = ev.SpecKind
+			}
+			if !indexable(ev.SpecKind) || len(ev.TokenIDs) > 0 && (ev.BlockSize <= 0 ||
+				len(ev.TokenIDs)%ev.BlockSize != 0 || len(ev.TokenIDs)/ev.BlockSize != len(ev.BlockHashes)) {
+				return
+			}
+		}
 		var parent *uint64
-		if ev.ParentBlockHash != nil {
-			k, ok := p.engine[pod][*ev.ParentBlockHash]
-			if !ok {
-				return // the parent was evicted: the chain cannot be rebuilt
+		if ev.ParentBlockHash != nil && *ev.ParentBlockHash != 0 {
+			rks := p.engine[*ev.ParentBlockHash]
+			if len(rks) == 0 {
+				return // the parent's mapping is gone: the chain cannot be rebuilt
 			}
-			parent = &k
+			parent = &rks[len(rks)-1]
 		}
-		keys := p.Keys(TopicModel(ev.Topic), ev.TokenIDs, parent)
-		if p.engine[pod] == nil {
-			p.engine[pod] = map[uint64]uint64{}
+		model := TopicModel(ev.Topic)
+		if ev.LoraName != nil && *ev.LoraName != "" {
+			model = *ev.LoraName
+		}
+		keys := p.Keys(model, ev.TokenIDs, parent)
+		if len(keys) == 0 {
+			return // a tokenless device-tier update: vLLM sends none here
+		}
+		n := max(len(keys), len(ev.BlockHashes))
+		mapped := map[uint64][]uint64{}
+		for i := 0; i < n && len(ev.BlockHashes) > 0; i++ {
+			h := ev.BlockHashes[i*len(ev.BlockHashes)/n]
+			mapped[h] = append(mapped[h], keys[i*len(keys)/n])
+		}
+		for h, rks := range mapped {
+			p.engine[h] = rks
+		}
+		if p.held[pod] == nil {
 			p.held[pod] = map[uint64]struct{}{}
-		}
-		// One engine block per EPP block when the sizes agree (vLLM's 16);
-		// otherwise engine hashes map to the last key they cover.
-		per := 1
-		if ev.BlockSize > 0 && ev.BlockSize != p.blockSize && len(ev.BlockHashes) > 0 {
-			per = max(1, len(keys)/len(ev.BlockHashes))
-		}
-		for i, h := range ev.BlockHashes {
-			if j := (i+1)*per - 1; j < len(keys) {
-				p.engine[pod][h] = keys[j]
-			}
 		}
 		for _, k := range keys {
 			set := p.index[k]
@@ -294,7 +392,30 @@ func (p *Precise) Apply(pod string, ev KVEvent) {
 			set[pod] = struct{}{}
 			p.held[pod][k] = struct{}{}
 		}
+		if p.refs[pod] == nil {
+			p.refs[pod] = map[groupHash]int{}
+		}
+		for _, h := range ev.BlockHashes {
+			p.refs[pod][groupHash{group, h}]++
+		}
 	}
+}
+
+// evictLocked is InMemoryIndex.Evict for an engine key.
+func (p *Precise) evictLocked(pod string, h uint64) {
+	rks, ok := p.engine[h]
+	if !ok {
+		return
+	}
+	for _, k := range rks {
+		p.dropLocked(pod, k)
+	}
+	for _, k := range rks {
+		if len(p.index[k]) > 0 {
+			return
+		}
+	}
+	delete(p.engine, h)
 }
 
 func (p *Precise) dropLocked(pod string, key uint64) {
@@ -307,12 +428,12 @@ func (p *Precise) dropLocked(pod string, key uint64) {
 	delete(p.held[pod], key)
 }
 
+// clearLocked is InMemoryIndex.Clear: the pod leaves every key.
 func (p *Precise) clearLocked(pod string) {
 	for k := range p.held[pod] {
 		p.dropLocked(pod, k)
 	}
 	delete(p.held, pod)
-	delete(p.engine, pod)
 }
 
 // Produce implements fw.Producer: without tokens it does nothing (the
