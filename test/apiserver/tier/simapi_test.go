@@ -59,9 +59,12 @@ func deployReady(ctx context.Context, t *testing.T, s *stack.Stack, md *api.Mode
 }
 
 // chat sends one chat completion through base and returns the status code.
-func chat(ctx context.Context, base string) (int, error) {
+func chat(ctx context.Context, base string) (int, error) { return chatText(ctx, base, "hello") }
+
+// chatText is chat with content as the user's message.
+func chatText(ctx context.Context, base, content string) (int, error) {
 	body, _ := json.Marshal(map[string]any{"model": "Qwen/Qwen2.5-0.5B-Instruct", "max_tokens": 4,
-		"messages": []map[string]string{{"role": "user", "content": "hello"}}})
+		"messages": []map[string]string{{"role": "user", "content": content}}})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
