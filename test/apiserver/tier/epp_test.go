@@ -53,9 +53,7 @@ func TestBuiltEPPDiscoversThroughTheAPIServer(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
-			md := routedMD("epp-" + strings.ToLower(engine))
-			md.Spec.Router = &api.Router{Name: api.RouterLLMD}
-			md.Spec.Engine = api.Engine{Name: engine, Version: map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}[engine]}
+			md := llmdMD("epp-"+strings.ToLower(engine), engine)
 			begin := time.Now()
 			_, d := deployReady(ctx, t, s, md)
 			t.Logf("Ready on the built EPP in %s", time.Since(begin).Round(time.Millisecond))
@@ -126,17 +124,7 @@ func TestBuiltEPPDiscoversThroughTheAPIServer(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			t.Logf("deleted %s left the EPP's datastore within %s", victim.Name, time.Since(deleted).Round(time.Millisecond))
-			var now []clusters.Replica
-			for {
-				now, err = d.Replicas(ctx)
-				if err == nil && len(now) == 2 && !slices.ContainsFunc(now, func(r clusters.Replica) bool { return r.UID == victim.UID }) {
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("no replacement for %s: %v", victim.Name, ctx.Err())
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			now := awaitReplacement(ctx, t, d, victim, 2)
 			if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
 				t.Fatalf("WaitReady after the delete: %v", err)
 			}
