@@ -35,6 +35,11 @@ type EPPOptions struct {
 	// tier): the EPP discovers through it with the rendered selector.
 	// Empty: the file-discovery row, fed from the container's Pods watcher.
 	Kubeconfig string
+	// PodKubeconfig, when set, stands in for Kubeconfig per Pod: it writes
+	// a kubeconfig for the Pod's own identity into dir and returns its
+	// path, as a kubelet projects the Pod's ServiceAccount token (the
+	// API-server tier mints one through the TokenRequest API).
+	PodKubeconfig func(ctx context.Context, pod proc.PodInfo, dir string) (string, error)
 	// Resolve maps a Service's port to a Ready Pod's address, for the
 	// cluster-dns row's proxy.
 	Resolve programs.ResolveService
@@ -84,6 +89,11 @@ func (in *EPPInstall) run(ctx context.Context, c *proc.Container, opts EPPOption
 	for _, p := range []*int{&env.GRPCPort, &env.HealthPort, &env.MetricsPort} {
 		if *p, err = freePort(); err != nil {
 			return 0, err
+		}
+	}
+	if opts.PodKubeconfig != nil {
+		if opts.Kubeconfig, err = opts.PodKubeconfig(ctx, c.Pod, dir); err != nil {
+			return 0, fmt.Errorf("the Pod's ServiceAccount credentials: %w", err)
 		}
 	}
 	var pods *podFile

@@ -123,17 +123,27 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []runtime.Object) error {
 // Kubeconfig writes a kubeconfig for the ServiceAccount to file: the API
 // server and CA of admin, and a token from the TokenRequest API.
 func Kubeconfig(ctx context.Context, admin *rest.Config, file string) error {
+	return ServiceAccountKubeconfig(ctx, admin, Namespace, ServiceAccount, nil, file)
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig for ServiceAccount
+// namespace/name to file: the API server and CA of admin, and a token from
+// the TokenRequest API, bound to bound when set (a kubelet binds a Pod's
+// projected token to the Pod).
+func ServiceAccountKubeconfig(ctx context.Context, admin *rest.Config, namespace, name string,
+	bound *authenticationv1.BoundObjectReference, file string) error {
 	kube, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		return err
 	}
-	tr, err := kube.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](tokenSeconds)}}, metav1.CreateOptions{})
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](tokenSeconds), BoundObjectRef: bound}},
+		metav1.CreateOptions{})
 	if err == nil && tr.Status.Token == "" {
 		err = errors.New("empty token")
 	}
 	if err != nil {
-		return fmt.Errorf("TokenRequest for %s/%s: %w", Namespace, ServiceAccount, err)
+		return fmt.Errorf("TokenRequest for %s/%s: %w", namespace, name, err)
 	}
 	sa := rest.AnonymousClientConfig(admin)
 	sa.BearerToken = tr.Status.Token

@@ -19,7 +19,7 @@ import (
 // server (KV events travel over real ZMQ between the Pods' addresses).
 func (n *Node) programsFor(opts Options) programs.Registry {
 	return opts.Programs.Merge(programs.New(programs.Deps{
-		HTTPClient: programs.ServiceClient(n.resolveService)}))
+		HTTPClient: programs.ServiceClient(n.ResolveService)}))
 }
 
 // configMap reads a ConfigMap for a container's env and volumes when it
@@ -38,9 +38,9 @@ func (n *Node) configMap(namespace, name string) (map[string]string, bool) {
 	return cm.Data, true
 }
 
-// resolveService is a ready, not terminating Pod of Service ns/svc, on the
-// target port of the Service's port.
-func (n *Node) resolveService(ctx context.Context, svc, ns, port string) (string, error) {
+// ResolveService is a ready, not terminating Pod of Service ns/svc, on the
+// target port of the Service's port (a programs.ResolveService).
+func (n *Node) ResolveService(ctx context.Context, svc, ns, port string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	s, err := n.kube.CoreV1().Services(ns).Get(ctx, svc, metav1.GetOptions{})

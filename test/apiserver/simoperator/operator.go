@@ -4,7 +4,8 @@
 // package clusters/sim/operator) on a Store backed by the API server. Engine
 // Pods are created with an owner reference to their ModelDeployment, the
 // router is the Deployment <md>-router with its Service (rolled by the
-// cluster's deployment and ReplicaSet controllers), and status is written
+// cluster's deployment and ReplicaSet controllers) and the ServiceAccount,
+// Role and RoleBinding its Pods run as, and status is written
 // through the status subresource. The API server is the only source of
 // truth: whatever the loop reads, it reads from informers.
 //

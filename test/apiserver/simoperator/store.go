@@ -157,6 +157,10 @@ func (s *store) ApplyRouter(md *api.ModelDeployment, w operator.RouterWorkload, 
 	cur, err := s.o.ix.deployments.Deployments(s.namespace).Get(w.Name)
 	switch {
 	case apierrors.IsNotFound(err):
+		// The Pods run as the router's ServiceAccount: it and its RBAC first.
+		if err := s.ensureRouterRBAC(md, w.Name); err != nil {
+			return "", err
+		}
 		created, err := deps.Create(ctx, want, metav1.CreateOptions{})
 		if err != nil {
 			return "", err
@@ -194,6 +198,10 @@ func (s *store) routerDeployment(md *api.ModelDeployment, w operator.RouterWorkl
 	delete(podLabels, operator.LabelPodTemplateHash)
 	selector := operator.RouterLabels(md)
 	replicas := md.Spec.Router.RouterReplicas()
+	// As the operator renders it: the Pods run as <md>-router, the
+	// ServiceAccount ensureRouterRBAC grants Pod reads.
+	spec := pod.Spec
+	spec.ServiceAccountName = w.Name
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: w.Name, Namespace: s.namespace, Labels: selector,
@@ -205,7 +213,7 @@ func (s *store) routerDeployment(md *api.ModelDeployment, w operator.RouterWorkl
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(w.Annotations)},
-				Spec:       pod.Spec,
+				Spec:       spec,
 			},
 		},
 	}
@@ -312,8 +320,9 @@ func (s *store) applyConfigMap(md *api.ModelDeployment, w operator.RouterWorkloa
 	return nil
 }
 
-// DeleteRouter deletes the router's Deployment, Service and ConfigMap; the
-// garbage collector removes the ReplicaSets and Pods.
+// DeleteRouter deletes the router's Deployment, Service, ConfigMap and
+// RBAC (ServiceAccount, Role, RoleBinding); the garbage collector removes
+// the ReplicaSets and Pods.
 func (s *store) DeleteRouter(md *api.ModelDeployment) error {
 	name := operator.RouterServiceName(md)
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
@@ -335,5 +344,5 @@ func (s *store) DeleteRouter(md *api.ModelDeployment) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return nil
+	return s.deleteRouterRBAC(ctx, name)
 }

@@ -11,9 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +26,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim/engine"
 	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
+	"github.com/gpustack/routing-conformance/clusters/sim/proc"
 	"github.com/gpustack/routing-conformance/clusters/sim/programs"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
@@ -30,6 +34,7 @@ import (
 	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 	"github.com/gpustack/routing-conformance/test/apiserver/harness"
 	"github.com/gpustack/routing-conformance/test/apiserver/install"
+	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
 	"github.com/gpustack/routing-conformance/test/apiserver/simnode"
 	"github.com/gpustack/routing-conformance/test/apiserver/simoperator"
 )
@@ -45,6 +50,9 @@ const OperatorNamespace = kube.DefaultOperatorNamespace
 
 // stopTimeout bounds Stop.
 const stopTimeout = time.Minute
+
+// requestTimeout bounds one API call of the stack's.
+const requestTimeout = 10 * time.Second
 
 // Options tune Start; the zero value is the stack the suite runs on.
 type Options struct {
@@ -62,6 +70,16 @@ type Options struct {
 	// binaries make routers built, given this API server's kubeconfig so
 	// their own discovery finds the engines through it.
 	Programs programs.Registry
+	// EPP, when set (and Programs.EPP is not), is llm-d-router's built EPP
+	// (make upstream-llmd) as the llm-d router Pods' epp container: it
+	// discovers the engines through this API server by the rendered
+	// selector, as the Pod's ServiceAccount (a token bound to the Pod, as a
+	// kubelet projects one), so with the RBAC the operator renders. Nil:
+	// the sim's emulated EPP, which the suite runs compare with the plain
+	// sim's.
+	EPP *upstream.EPPInstall
+	// EPPStarted, when set, is told each built EPP process's start.
+	EPPStarted func(upstream.Start)
 }
 
 // Stack is a running cluster of the tier.
@@ -72,6 +90,8 @@ type Stack struct {
 	Operator *simoperator.Operator
 	Node     *simnode.Node
 
+	// node is Node for the programs, which may run before start returns.
+	node  atomic.Pointer[simnode.Node]
 	stops []func(context.Context) error
 }
 
@@ -99,6 +119,10 @@ func Start(t *testing.T, opts Options) *Stack {
 		ro := upstream.Options{Kubeconfig: c.Kubeconfig}
 		opts.Programs = opts.Programs.Merge(programs.Registry{
 			VLLMRouter: routers.Program(api.RouterVLLM, ro), SGLangGateway: routers.Program(api.RouterSGLang, ro)})
+	}
+	if opts.EPP != nil {
+		opts.Programs = opts.Programs.Merge(programs.Registry{EPP: opts.EPP.EPPProgram(upstream.EPPOptions{
+			PodKubeconfig: s.podKubeconfig, Resolve: s.resolveService, Started: opts.EPPStarted})})
 	}
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
@@ -134,6 +158,7 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 	}
 	s.onStop(node.Stop)
 	s.Node = node
+	s.node.Store(node)
 	op, err := simoperator.Start(ctx, s.Config, simoperator.Options{EngineEnv: opts.EngineEnv, Logf: opts.Logf})
 	if err != nil {
 		return err
@@ -141,6 +166,35 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 	s.onStop(op.Stop)
 	s.Operator = op
 	return nil
+}
+
+// podKubeconfig writes a kubeconfig for the ServiceAccount a Pod runs as,
+// with a token bound to the Pod: what a kubelet mounts in a Pod, so the
+// process is allowed what the Pod's RBAC grants and nothing more.
+func (s *Stack) podKubeconfig(ctx context.Context, pod proc.PodInfo, dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	p, err := s.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	sa := p.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default" // the ServiceAccount admission plugin's default (off in the tier)
+	}
+	file := filepath.Join(dir, "kubeconfig")
+	return file, rbac.ServiceAccountKubeconfig(ctx, s.Config, pod.Namespace, sa, &authenticationv1.BoundObjectReference{
+		Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}, file)
+}
+
+// resolveService resolves Service names through the node (kube-proxy's
+// part), for the EPP's cluster-dns row.
+func (s *Stack) resolveService(ctx context.Context, svc, ns, port string) (string, error) {
+	n := s.node.Load()
+	if n == nil {
+		return "", errors.New("stack: no node yet")
+	}
+	return n.ResolveService(ctx, svc, ns, port)
 }
 
 // EngineEnv is the engines' SIM_ENGINE_* environment for a config's sim

@@ -85,16 +85,7 @@ func TestUnpatchedDiscoveryWithdrawsAForceDeletedEngine(t *testing.T) {
 			if err := d.(clusters.FaultInjector).KillEnginePod(ctx, victim); err != nil {
 				t.Fatal(err)
 			}
-			for {
-				now, err := d.Replicas(ctx)
-				if err == nil && len(now) == 2 && !slices.ContainsFunc(now, func(r clusters.Replica) bool { return r.UID == victim.UID }) {
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("no replacement for %s: %v", victim.Name, ctx.Err())
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			awaitReplacement(ctx, t, d, victim, 2)
 			if err := d.WaitReady(ctx, 100*time.Millisecond); err != nil {
 				t.Fatalf("WaitReady after the kill: %v", err)
 			}
@@ -110,5 +101,21 @@ func TestUnpatchedDiscoveryWithdrawsAForceDeletedEngine(t *testing.T) {
 					tc.router, kept, tc.keeps)
 			}
 		})
+	}
+}
+
+// awaitReplacement waits until d has n replicas again, none of them victim
+// (by UID), and returns them.
+func awaitReplacement(ctx context.Context, t *testing.T, d clusters.Deployment, victim clusters.Replica, n int) []clusters.Replica {
+	t.Helper()
+	for {
+		now, err := d.Replicas(ctx)
+		if err == nil && len(now) == n && !slices.ContainsFunc(now, func(r clusters.Replica) bool { return r.UID == victim.UID }) {
+			return now
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no replacement for %s: %v", victim.Name, ctx.Err())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -38,6 +38,14 @@ func routedMD(name string, routerArgs ...string) *api.ModelDeployment {
 	}
 }
 
+// llmdMD is routedMD with llm-d-router in front of engine.
+func llmdMD(name, engine string) *api.ModelDeployment {
+	md := routedMD(name)
+	md.Spec.Router = &api.Router{Name: api.RouterLLMD}
+	md.Spec.Engine = api.Engine{Name: engine, Version: map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}[engine]}
+	return md
+}
+
 // deployReady connects the kube target to s, deploys md and waits until it
 // is Ready; the deployment and the connection go when t ends.
 func deployReady(ctx context.Context, t *testing.T, s *stack.Stack, md *api.ModelDeployment) (*kube.Cluster, clusters.Deployment) {
@@ -59,9 +67,12 @@ func deployReady(ctx context.Context, t *testing.T, s *stack.Stack, md *api.Mode
 }
 
 // chat sends one chat completion through base and returns the status code.
-func chat(ctx context.Context, base string) (int, error) {
+func chat(ctx context.Context, base string) (int, error) { return chatText(ctx, base, "hello") }
+
+// chatText is chat with content as the user's message.
+func chatText(ctx context.Context, base, content string) (int, error) {
 	body, _ := json.Marshal(map[string]any{"model": "Qwen/Qwen2.5-0.5B-Instruct", "max_tokens": 4,
-		"messages": []map[string]string{{"role": "user", "content": "hello"}}})
+		"messages": []map[string]string{{"role": "user", "content": content}}})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
@@ -291,9 +302,7 @@ func TestLLMDRouterOnTheSim(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 			defer cancel()
-			md := routedMD("llmd-" + strings.ToLower(engine))
-			md.Spec.Router = &api.Router{Name: api.RouterLLMD}
-			md.Spec.Engine = api.Engine{Name: engine, Version: map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}[engine]}
+			md := llmdMD("llmd-"+strings.ToLower(engine), engine)
 			d, err := k.Deploy(ctx, md)
 			if err != nil {
 				t.Fatal(err)
