@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -444,19 +443,7 @@ type eppObserver struct {
 // (llm-d/llm-d-router@71f4f099:pkg/epp/metrics/collectors/inference_pool.go).
 const perEndpointGauge = "llm_d_epp_per_endpoint_queue_size"
 
-func (o *eppObserver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		return
-	}
-	doc, err := o.view(r.Context())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(doc)
-}
+func (o *eppObserver) ServeHTTP(w http.ResponseWriter, r *http.Request) { serveView(w, r, o.view) }
 
 func (o *eppObserver) view(ctx context.Context) (operator.ObserverDocument, error) {
 	var doc operator.ObserverDocument

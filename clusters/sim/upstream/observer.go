@@ -67,12 +67,16 @@ func newObserver(router, backend, metricsBackend string, boot time.Time) *observ
 
 // ServeHTTP answers GET /observer/endpoints; a read that fails is a 503
 // naming it, as a router that cannot build its view would answer.
-func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) { serveView(w, r, o.view) }
+
+// serveView answers GET with the document view builds, a failed build as
+// a 503 naming what failed; the routers' and the EPP's fronts share it.
+func serveView(w http.ResponseWriter, r *http.Request, view func(context.Context) (operator.ObserverDocument, error)) {
 	if r.Method != http.MethodGet {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
-	doc, err := o.view(r.Context())
+	doc, err := view(r.Context())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
