@@ -196,14 +196,7 @@ func (in *EPPInstall) run(ctx context.Context, c *proc.Container, opts EPPOption
 	for _, cl := range closers {
 		_ = cl.Close()
 	}
-	var exit *exec.ExitError
-	if errors.As(waitErr, &exit) {
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return exit.ExitCode(), nil
-	}
-	return 0, waitErr
+	return exitCode(waitErr)
 }
 
 // writeMounts copies the container's mounted files under dir.

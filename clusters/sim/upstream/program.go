@@ -182,6 +182,13 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 			_ = srv.Close()
 		}
 	}
+	return exitCode(waitErr)
+}
+
+// exitCode is a process's exit as a container's: its code, or 128 plus the
+// signal that killed it, as a shell reports it; an error that is not an
+// exit is returned.
+func exitCode(waitErr error) (int, error) {
 	var exit *exec.ExitError
 	if errors.As(waitErr, &exit) {
 		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -189,10 +196,7 @@ func (in *Install) run(ctx context.Context, c *proc.Container, router string, op
 		}
 		return exit.ExitCode(), nil
 	}
-	if waitErr != nil {
-		return 0, waitErr
-	}
-	return 0, nil
+	return 0, waitErr
 }
 
 // podLoopback is the Pod's private loopback address (what the kubelet
