@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/sglang"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/vllm"
+	"github.com/gpustack/routing-conformance/sim/engine/sglang"
+	"github.com/gpustack/routing-conformance/sim/engine/vllm"
 )
 
 // engineTables are engines.md's route tables, each rendered from the table

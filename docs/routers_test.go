@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated tables of routers-from-source.md and upstream-llmd.md")
@@ -72,7 +72,7 @@ func checkGenerated(t *testing.T, page string, tables map[string]func() string) 
 // from what make routers checks.
 func TestPinnedSdistDigestsAreThePins(t *testing.T) {
 	root := repoRoot(t)
-	pins, err := os.ReadFile(filepath.Join(root, "clusters", "sim", "upstream", "sdists.txt"))
+	pins, err := os.ReadFile(filepath.Join(root, "sim", "upstream", "sdists.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

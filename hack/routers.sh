@@ -3,8 +3,8 @@
 #   vllm-router        the clap binary of vllm-project/router v0.1.15
 #   sgl-model-gateway  the clap binary of sgl-project/sglang gateway-v0.3.1
 # from the PyPI sdists that hold the same Rust sources (sha256-pinned in
-# clusters/sim/upstream/sdists.txt), each with the Cargo.lock committed in
-# clusters/sim/upstream/locks/, with cargo, into a cache outside the checkout
+# sim/upstream/sdists.txt), each with the Cargo.lock committed in
+# sim/upstream/locks/, with cargo, into a cache outside the checkout
 # keyed by sdist sha256 + lock + toolchain + profile + patches: a warm run
 # builds nothing. It then writes .routers/manifest.json (ignored by git),
 # which the sim reads to run them as the router containers.
@@ -21,7 +21,7 @@
 # E2E_ROUTERS_DIR (default .routers), CARGO_BUILD_JOBS as cargo reads it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-src=$root/clusters/sim/upstream
+src=$root/sim/upstream
 pins=$src/sdists.txt
 cache=${ROUTERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/routing-conformance/routers}
 out=${E2E_ROUTERS_DIR:-$root/.routers}
@@ -121,7 +121,7 @@ while read -r router binary pkg version file sha; do
     file=${file/$version/$override}
     version=$override
     sha=""
-    say "WARNING: $pkg $version is not the pin of clusters/sim/upstream/sdists.txt: its sdist is not hash-pinned and its lock is its own or generated now; the manifest and the report say so"
+    say "WARNING: $pkg $version is not the pin of sim/upstream/sdists.txt: its sdist is not hash-pinned and its lock is its own or generated now; the manifest and the report say so"
   fi
   fetch_sdist "$pkg" "$version" "$file" "$sha"
   sdist_sha=$(sha256sum "$cache/sdists/$file" | cut -d' ' -f1)

@@ -3,7 +3,7 @@
 // between two snapshots by metric name and label matchers.
 //
 // It shares nothing on purpose with the sim engines' exposition writer
-// (clusters/sim/engine/internal/promtext): this parser is the oracle for
+// (sim/engine/internal/promtext): this parser is the oracle for
 // what a real scraper reads, that writer the emulation of what vLLM and
 // SGLang print, so one cannot hide the other's mistake.
 package metrics

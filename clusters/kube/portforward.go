@@ -105,7 +105,7 @@ func (t *spdyTunnel) Close() {
 // localProxy is a stable 127.0.0.1 listener that behaves, for a client
 // outside the cluster, as the <md>-router Service does for one inside it:
 // each new connection goes to a Ready, not terminating router Pod drawn at
-// random (kube-proxy's iptables mode; see clusters/sim/service for the
+// random (kube-proxy's iptables mode; see sim/service for the
 // sources), through a port-forward tunnel to that Pod, and keeps it for its
 // life. A rollout or a deleted router Pod is followed on the next
 // connection; connections already made end when their Pod closes them, as

@@ -7,8 +7,8 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
+	"github.com/gpustack/routing-conformance/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/simtest"
 )
 
 func costOf(t *testing.T, d clusters.Deployment) clusters.Cost {

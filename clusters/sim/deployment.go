@@ -12,10 +12,10 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/clusters/sim/controller"
-	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/operator"
 	"github.com/gpustack/routing-conformance/metrics"
+	"github.com/gpustack/routing-conformance/sim/controller"
+	"github.com/gpustack/routing-conformance/sim/kubelet"
+	"github.com/gpustack/routing-conformance/sim/operator"
 )
 
 // deployment is the view of one ModelDeployment that the specs get: it

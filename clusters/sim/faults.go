@@ -6,7 +6,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/sim/proc"
 )
 
 var _ clusters.FaultInjector = (*deployment)(nil)

@@ -17,9 +17,9 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine/vllm"
-	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/engine/vllm"
+	"github.com/gpustack/routing-conformance/sim/proc"
+	"github.com/gpustack/routing-conformance/sim/programs"
 )
 
 func chat(t *testing.T, base, content string) {

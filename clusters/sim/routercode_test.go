@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
 // With the routers built the sim says per pair which code runs; without a

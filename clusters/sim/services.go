@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters/sim/operator"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
-	"github.com/gpustack/routing-conformance/clusters/sim/router/llmd/epp"
+	"github.com/gpustack/routing-conformance/sim/llmd/epp"
+	"github.com/gpustack/routing-conformance/sim/operator"
+	"github.com/gpustack/routing-conformance/sim/programs"
 )
 
 // configMap is the kubelet's ConfigMap lookup: the router ConfigMap a live

@@ -28,12 +28,12 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/clusters/sim/controller"
-	"github.com/gpustack/routing-conformance/clusters/sim/engine"
-	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/operator"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/sim/controller"
+	"github.com/gpustack/routing-conformance/sim/engine"
+	"github.com/gpustack/routing-conformance/sim/kubelet"
+	"github.com/gpustack/routing-conformance/sim/operator"
+	"github.com/gpustack/routing-conformance/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
 // emulatorsNote says what runs on the sim.
@@ -243,7 +243,7 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 	}
 	env := clusters.Environment{
 		Target:          "sim",
-		OperatorVersion: "gpustack-operator (admission, rendering and status emulated by clusters/sim/operator)",
+		OperatorVersion: "gpustack-operator (admission, rendering and status emulated by sim/operator)",
 		RouterImage: fmt.Sprintf("%s (not run: vllm-router and sgl-model-gateway are built from source, llm-d-router is %s)",
 			operator.DefaultRouterImage, llmd),
 		EngineImages: map[string]string{},

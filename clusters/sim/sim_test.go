@@ -19,15 +19,15 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/operator"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 	"github.com/gpustack/routing-conformance/metrics"
+	"github.com/gpustack/routing-conformance/sim/operator"
+	"github.com/gpustack/routing-conformance/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/simtest"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
 // The PUB writer of zmq4 v0.17.0 outlives its socket: vLLM Pods' KV-event
-// publishers leave one each (clusters/sim/engine/vllm closePub).
+// publishers leave one each (sim/engine/vllm closePub).
 var zmqPubWriter = goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, zmqPubWriter) }

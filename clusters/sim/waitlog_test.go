@@ -9,9 +9,9 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
+	"github.com/gpustack/routing-conformance/sim/proc"
+	"github.com/gpustack/routing-conformance/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/simtest"
 )
 
 // A router that exits, or runs and never serves, says why in the failed

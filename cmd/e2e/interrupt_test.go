@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 	"github.com/gpustack/routing-conformance/report"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
 // proc is a process as /proc/<pid>/stat gives it.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
+	"github.com/gpustack/routing-conformance/sim/upstream/upstreamtest"
 )
 
 // TestBinaryServesUntilSIGINT builds routing-sim and drives it as a user

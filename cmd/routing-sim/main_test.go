@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/proc"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
-	"github.com/gpustack/routing-conformance/clusters/sim/simtest"
+	"github.com/gpustack/routing-conformance/sim/proc"
+	"github.com/gpustack/routing-conformance/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/simtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -19,8 +19,8 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/kind"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
 // EnvTestOnlyReplaceEngines, set to a true value, turns on the sim

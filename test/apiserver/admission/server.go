@@ -1,5 +1,5 @@
 // Package admission serves the sim operator's admission (package
-// clusters/sim/operator) as real Kubernetes admission webhooks, over TLS with
+// sim/operator) as real Kubernetes admission webhooks, over TLS with
 // a test CA, and registers them with an API server. The API server then
 // calls the sim's rules the way it calls gpustack-operator's, and wraps their
 // refusals in its own message ("admission webhook ... denied the request:").

@@ -21,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/operator"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/kubelet"
+	"github.com/gpustack/routing-conformance/sim/operator"
+	"github.com/gpustack/routing-conformance/sim/programs"
 )
 
 // Second is how long one second of a Pod spec (probe periods, the preStop

@@ -4,9 +4,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/operator"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/kubelet"
+	"github.com/gpustack/routing-conformance/sim/operator"
+	"github.com/gpustack/routing-conformance/sim/programs"
 )
 
 // llm-d's router Pod crosses the API server and back: ConfigMap env keys,

@@ -1,6 +1,6 @@
 // Package simnode is a node agent for the apiserver tier: it registers a
 // Node with a real API server, binds the Pods nobody scheduled to it, runs
-// the Pods bound to it on the sim's kubelet (package clusters/sim/kubelet)
+// the Pods bound to it on the sim's kubelet (package sim/kubelet)
 // with the sim's router and engine programs, writes their status and events
 // back, and serves the kubelet API the API server calls for pods/log and
 // pods/portforward. Routers discover engines through the API server (the
@@ -33,8 +33,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/kubelet"
+	"github.com/gpustack/routing-conformance/sim/programs"
 	"github.com/gpustack/routing-conformance/test/apiserver/netns"
 	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
 )

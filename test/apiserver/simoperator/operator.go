@@ -1,7 +1,7 @@
 // Package simoperator runs the sim operator against a real API server: it
 // watches ModelDeployments, and for each one runs the sim's reconcile loop
-// (package clusters/sim/controller, with the pure rendering and status of
-// package clusters/sim/operator) on a Store backed by the API server. Engine
+// (package sim/controller, with the pure rendering and status of
+// package sim/operator) on a Store backed by the API server. Engine
 // Pods are created with an owner reference to their ModelDeployment, the
 // router is the Deployment <md>-router with its Service (rolled by the
 // cluster's deployment and ReplicaSet controllers) and the ServiceAccount,
@@ -40,9 +40,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters/sim/controller"
-	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/controller"
+	"github.com/gpustack/routing-conformance/sim/kubelet"
+	"github.com/gpustack/routing-conformance/sim/programs"
 	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 )
 

@@ -20,10 +20,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters/sim/controller"
-	"github.com/gpustack/routing-conformance/clusters/sim/kubelet"
-	"github.com/gpustack/routing-conformance/clusters/sim/operator"
-	"github.com/gpustack/routing-conformance/clusters/sim/proc"
+	"github.com/gpustack/routing-conformance/sim/controller"
+	"github.com/gpustack/routing-conformance/sim/kubelet"
+	"github.com/gpustack/routing-conformance/sim/operator"
+	"github.com/gpustack/routing-conformance/sim/proc"
 	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
 )
 

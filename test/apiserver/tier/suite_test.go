@@ -17,7 +17,7 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
 	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"

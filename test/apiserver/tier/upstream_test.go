@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters/sim/programs"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream"
-	"github.com/gpustack/routing-conformance/clusters/sim/upstream/upstreamtest"
+	"github.com/gpustack/routing-conformance/sim/programs"
+	"github.com/gpustack/routing-conformance/sim/upstream"
+	"github.com/gpustack/routing-conformance/sim/upstream/upstreamtest"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
 	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
 )
