@@ -37,6 +37,16 @@ type ReadyWait struct {
 	Rollout func(ctx context.Context, md *api.ModelDeployment) string
 	// Poll is the pause between two reads.
 	Poll time.Duration
+	// Router, if set, is read when the wait fails: the end of the router
+	// container's log joins the error (withRouterLog), so a router that
+	// exits or never serves says why in the failure itself.
+	Router RouterLogReader
+}
+
+// RouterLogReader is the part of a Deployment a failed wait quotes.
+type RouterLogReader interface {
+	RouterState(ctx context.Context) ([]RouterPod, error)
+	RouterLogs(ctx context.Context, opts LogOptions) (string, error)
 }
 
 // WaitReady polls w.Get every w.Poll until api.ReadinessGaps finds nothing
@@ -45,8 +55,17 @@ type ReadyWait struct {
 // could not render its router (RouterReady False/RenderFailed), or w.Stuck
 // names a reason. Both targets wait through it, so "Ready" and "stuck" mean
 // the same on each. Every error names what was last missing; one that ends
-// with ctx wraps ctx.Err().
+// with ctx wraps ctx.Err(), and carries the end of the router's log when
+// w.Router is set.
 func WaitReady(ctx context.Context, w ReadyWait) error {
+	err := w.wait(ctx)
+	if w.Router == nil {
+		return err
+	}
+	return withRouterLog(err, w.Router)
+}
+
+func (w ReadyWait) wait(ctx context.Context) error {
 	poll := w.Poll
 	if poll <= 0 {
 		poll = time.Second

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpustack/routing-conformance/assertions/routerlog"
+	"github.com/gpustack/routing-conformance/internal/ansi"
 )
 
 // logTailLines is how much of the router's log a failed wait quotes.
@@ -17,12 +17,12 @@ const logTailLines = 12
 // server that is down must not hold it up).
 const logTailTimeout = time.Second
 
-// WithRouterLog adds to a failed readiness wait the end of the router
+// withRouterLog adds to a failed readiness wait the end of the router
 // container's log: the run that exited, when one did (its error), else the
 // running one's (what it waits for). A router that exits or never serves
 // then says why in the failure itself, not only in the artifacts. A log
 // that cannot be read adds nothing.
-func WithRouterLog(err error, d Deployment) error {
+func withRouterLog(err error, d RouterLogReader) error {
 	if err == nil {
 		return nil
 	}
@@ -40,7 +40,7 @@ func WithRouterLog(err error, d Deployment) error {
 	if lerr != nil || strings.TrimSpace(text) == "" {
 		return err
 	}
-	lines := strings.Split(strings.TrimRight(routerlog.StripANSI(text), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(ansi.Strip(text), "\n"), "\n")
 	if len(lines) > logTailLines {
 		lines = lines[len(lines)-logTailLines:]
 	}

@@ -1,20 +1,23 @@
-package clusters_test
+package clusters
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/gpustack/routing-conformance/clusters"
 )
 
-// hungDeployment answers nothing until its caller gives up.
-type hungDeployment struct{ clusters.Deployment }
+// hungRouter answers nothing until its caller gives up.
+type hungRouter struct{}
 
-func (hungDeployment) RouterState(ctx context.Context) ([]clusters.RouterPod, error) {
+func (hungRouter) RouterState(ctx context.Context) ([]RouterPod, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+func (hungRouter) RouterLogs(ctx context.Context, _ LogOptions) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
 }
 
 // A target that cannot be read (an API server that is down) holds a failed
@@ -22,14 +25,14 @@ func (hungDeployment) RouterState(ctx context.Context) ([]clusters.RouterPod, er
 func TestWithRouterLogIsBounded(t *testing.T) {
 	failed := errors.New("not Ready")
 	start := time.Now()
-	err := clusters.WithRouterLog(failed, hungDeployment{})
+	err := withRouterLog(failed, hungRouter{})
 	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("WithRouterLog took %s on a target that does not answer", took)
+		t.Errorf("withRouterLog took %s on a target that does not answer", took)
 	}
 	if err != failed {
 		t.Errorf("err = %v, want the wait's error unchanged", err)
 	}
-	if clusters.WithRouterLog(nil, hungDeployment{}) != nil {
+	if withRouterLog(nil, hungRouter{}) != nil {
 		t.Error("a wait that succeeded gained an error")
 	}
 }

@@ -11,11 +11,6 @@ import (
 	"github.com/gpustack/routing-conformance/internal/ansi"
 )
 
-// StripANSI removes terminal escape sequences (ansi.Strip):
-// tracing-subscriber colours the level and target unconditionally
-// (with_ansi(true)), so every log line has them.
-func StripANSI(s string) string { return ansi.Strip(s) }
-
 // Line is one log line, with tracing-subscriber's full-format prefix split
 // off when it has one:
 // `2026-12-02 15:45:01  INFO vllm_router_rs::server: src/server.rs:812: <message>`.
@@ -51,7 +46,9 @@ func Lines(logs string) []Line {
 
 // ParseLine reads one raw line (number is its 1-based position).
 func ParseLine(number int, raw string) Line {
-	text := strings.TrimRight(StripANSI(raw), "\r")
+	// tracing-subscriber colours the level and target unconditionally
+	// (with_ansi(true)), so every log line has escape codes.
+	text := strings.TrimRight(ansi.Strip(raw), "\r")
 	l := Line{Number: number, Text: text, Message: text}
 	if m := prefixRE.FindStringSubmatchIndex(text); m != nil {
 		l.Time = group(text, m, 1)

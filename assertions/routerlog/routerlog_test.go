@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
+	"github.com/gpustack/routing-conformance/internal/ansi"
 )
 
 const (
@@ -308,8 +309,8 @@ func FuzzFindBanner(f *testing.F) {
 				t.Fatal("clap error without a kind")
 			}
 		}
-		if s := routerlog.StripANSI(logs); strings.Count(s, "\n") != strings.Count(logs, "\n") {
-			t.Fatalf("StripANSI changed the line count")
+		if s := ansi.Strip(logs); strings.Count(s, "\n") != strings.Count(logs, "\n") {
+			t.Fatalf("ansi.Strip changed the line count")
 		}
 	})
 }

@@ -22,9 +22,8 @@ func (d *Deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	if poll <= 0 {
 		poll = d.c.iv.Poll
 	}
-	err := clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.ns, Name: d.name, Get: d.Object,
-		Stuck: d.stuck, Rollout: d.rollout, Poll: poll})
-	return clusters.WithRouterLog(err, d)
+	return clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.ns, Name: d.name, Get: d.Object,
+		Stuck: d.stuck, Rollout: d.rollout, Poll: poll, Router: d})
 }
 
 // Waiting reasons that do not heal by waiting longer.

@@ -70,9 +70,8 @@ func (d *deployment) WaitReady(ctx context.Context, poll time.Duration) error {
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
-	err := clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.namespace, Name: d.name, Get: d.Object,
-		Stuck: d.stuck, Rollout: d.rollout, Poll: poll})
-	return clusters.WithRouterLog(err, d)
+	return clusters.WaitReady(ctx, clusters.ReadyWait{Namespace: d.namespace, Name: d.name, Get: d.Object,
+		Stuck: d.stuck, Rollout: d.rollout, Poll: poll, Router: d})
 }
 
 // rollout names what keeps the router rollout from being over: a live
