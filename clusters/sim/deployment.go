@@ -34,6 +34,9 @@ type deployment struct {
 	admit func(old, next *api.ModelDeployment) error
 	// seed reads an EPP's picker seed by namespace/pod.
 	seed func(key string) (uint64, bool)
+	// cost counts the engine Pods the kubelet reports (podChanged), as
+	// the kube target counts the Pods it watches.
+	cost clusters.CostLedger
 }
 
 var (
@@ -361,6 +364,7 @@ func (d *deployment) Delete(ctx context.Context) error {
 func (d *deployment) waitGone(ctx context.Context) error {
 	select {
 	case <-d.ctrl.Done():
+		d.cost.Close(time.Now())
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("%s still deleting: %w", d.key(), ctx.Err())
@@ -374,7 +378,32 @@ func (d *deployment) Events() []kubelet.Event { return d.ctrl.Events() }
 // Ready; after Delete it is final. AcceleratorSeconds stays 0: the sim's
 // Pods hold no accelerators.
 func (d *deployment) Cost(context.Context) (clusters.Cost, error) {
-	return d.ctrl.Cost(), nil
+	select {
+	case <-d.ctrl.Done(): // deleted, or the cluster closed
+		d.cost.Close(time.Now())
+	default:
+	}
+	return d.cost.Cost(time.Now()), nil
+}
+
+// podChanged takes the kubelet's status update of one of d's Pods: the
+// controller's router Service follows its router Pods, the ledger its
+// engine Pods.
+func (d *deployment) podChanged(u kubelet.PodUpdate) {
+	d.ctrl.PodChanged(u)
+	if !controller.IsEnginePod(u.Pod.Labels) {
+		return
+	}
+	o := clusters.PodObservation{UID: u.Pod.UID, Ready: u.Pod.Ready && !u.Removed}
+	if u.Removed {
+		o.GoneAt = u.At
+	}
+	if o.Ready {
+		o.ReadySince = u.At
+	}
+	// Sim Pods request no accelerators: the sim holds none, and its scaled
+	// clock would make accelerator-seconds a figure of nothing.
+	d.cost.Observe(o)
 }
 
 // RouterConfig is the router ConfigMap <md>-router as the operator wrote it

@@ -183,7 +183,7 @@ func New(opts Options) *Cluster {
 	}
 	kopts.StatusSink = func(u kubelet.PodUpdate) {
 		if d := c.owner(u.Pod); d != nil {
-			d.ctrl.PodChanged(u)
+			d.podChanged(u)
 		}
 		if userStatus != nil {
 			userStatus(u)

@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/sim/kubelet"
 	"github.com/gpustack/routing-conformance/sim/operator"
 	"github.com/gpustack/routing-conformance/sim/proc"
@@ -136,7 +135,6 @@ type Controller struct {
 	// waits for the next pass to delete the engine Pods.
 	replaceEngines bool
 
-	cost clusters.CostLedger
 
 	// svc is the <md>-router Service (service.go) on svcIP, fed from the
 	// router Pods' endpoints by Pod UID; guarded by mu.
@@ -195,7 +193,6 @@ func (c *Controller) run() {
 	ctx := context.Background()
 	for {
 		if gone := c.reconcile(ctx); gone {
-			c.cost.Close(time.Now())
 			c.stopService()
 			return
 		}
@@ -204,7 +201,6 @@ func (c *Controller) run() {
 		case <-ticks:
 		case <-t.C:
 		case <-c.stop:
-			c.cost.Close(time.Now())
 			return
 		}
 	}
@@ -383,35 +379,16 @@ func (c *Controller) ConfigMap(name string) (map[string]string, bool) {
 }
 
 // PodChanged takes the kubelet's status update of one of this deployment's
-// Pods: router Pods are the router Service's endpoints, engine Pods are
-// counted for Cost.
+// Pods: router Pods are the router Service's endpoints.
 func (c *Controller) PodChanged(u kubelet.PodUpdate) {
 	if _, router := u.Pod.Labels[api.LabelRouter]; router {
 		c.routerEndpointChanged(u)
-		return
 	}
-	if !isEnginePod(u.Pod.Labels) {
-		return
-	}
-	o := clusters.PodObservation{UID: u.Pod.UID, Ready: u.Pod.Ready && !u.Removed}
-	if u.Removed {
-		o.GoneAt = u.At
-	}
-	if o.Ready {
-		o.ReadySince = u.At
-	}
-	// Sim Pods request no accelerators: the sim holds none, and its scaled
-	// clock would make accelerator-seconds a figure of nothing.
-	c.cost.Observe(o)
 }
 
-// Cost counts the engine Pods this controller created and those that became
-// Ready; it is final once Done is closed.
-func (c *Controller) Cost() clusters.Cost { return c.cost.Cost(time.Now()) }
-
-// isEnginePod: engine Pods carry the role's component label, router Pods
+// IsEnginePod: engine Pods carry the role's component label, router Pods
 // the router label.
-func isEnginePod(labels map[string]string) bool {
+func IsEnginePod(labels map[string]string) bool {
 	_, role := labels[api.LabelComponent]
 	_, router := labels[api.LabelRouter]
 	return role && !router
