@@ -254,7 +254,7 @@ func serve(ctx context.Context, cluster *sim.Cluster, md *api.ModelDeployment, t
 }
 
 // acceptedHint names the accepted values of an enum field reported missing.
-func acceptedHint(e *clusters.AdmissionError) string {
+func acceptedHint(e *operator.Refusal) string {
 	if e.Message != "Required value" {
 		return ""
 	}
