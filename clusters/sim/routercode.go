@@ -17,12 +17,15 @@ func (c *Cluster) builtRuns(router string) bool {
 // routerCode is which code runs as router's container.
 func (c *Cluster) routerCode(router string) *clusters.RouterCode {
 	if c.builtRuns(router) {
-		code := c.opts.Routers.Code(router)
-		return &code
+		b, _ := c.opts.Routers.Binary(router)
+		return &clusters.RouterCode{Implementation: clusters.RouterBuilt, Binary: b.Build.Binary, Package: b.Build.Package,
+			Version: b.Build.Version, File: b.Build.Sdist, SHA256: b.Build.SdistSHA256, HashChecked: b.Build.HashPinned,
+			Patches: b.Build.Patches}
 	}
-	if router == api.RouterLLMD && c.opts.LLMD != nil {
-		code := c.opts.LLMD.Code()
-		return &code
+	if in := c.opts.LLMD; router == api.RouterLLMD && in != nil {
+		return &clusters.RouterCode{Implementation: clusters.RouterBuilt, Binary: "epp", Package: in.Module,
+			Version: in.Version, Commit: in.RouterCommit, SHA256: in.BinarySHA256,
+			Emulates: "envoy (docs/upstream-llmd.md#what-stays-emulated)"}
 	}
 	return &clusters.RouterCode{Implementation: clusters.RouterEmulated,
 		Emulates: strings.TrimSuffix(LLMDRouterVersion, " (simulated)")}

@@ -135,7 +135,6 @@ type Controller struct {
 	// waits for the next pass to delete the engine Pods.
 	replaceEngines bool
 
-
 	// svc is the <md>-router Service (service.go) on svcIP, fed from the
 	// router Pods' endpoints by Pod UID; guarded by mu.
 	svc       *service.Service

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/gpustack/routing-conformance/clusters"
 )
 
 // EnvEPPDir names another manifest directory than the module's
@@ -84,13 +82,6 @@ func LoadEPP(dir string) (*EPPInstall, error) {
 		return nil, fmt.Errorf("upstream-llmd: %s names %s, which is missing (%v); run `%s`", manifest, in.Binary, err, EPPInstallCommand)
 	}
 	return in, nil
-}
-
-// Code is which code runs as the llm-d-router pairs' epp container.
-func (in *EPPInstall) Code() clusters.RouterCode {
-	return clusters.RouterCode{Implementation: clusters.RouterBuilt, Binary: "epp", Package: in.Module,
-		Version: in.Version, Commit: in.RouterCommit, SHA256: in.BinarySHA256,
-		Emulates: "envoy (docs/upstream-llmd.md#what-stays-emulated)"}
 }
 
 // Describe names the build in one line, for the environment's notes.

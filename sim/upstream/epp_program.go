@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/routing-conformance/metrics"
 	"github.com/gpustack/routing-conformance/sim/operator"
 	"github.com/gpustack/routing-conformance/sim/proc"
 	"github.com/gpustack/routing-conformance/sim/programs"
@@ -454,12 +453,8 @@ func (o *eppObserver) view(ctx context.Context) (operator.ObserverDocument, erro
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return doc, fmt.Errorf("the EPP's /metrics answered %s: %v", resp.Status, err)
 	}
-	snap, err := metrics.ParseText(o.backend, body)
+	samples, err := familySamples(o.backend, body, perEndpointGauge)
 	if err != nil {
-		return doc, err
-	}
-	samples, err := snap.Select(perEndpointGauge)
-	if err != nil && !metrics.IsNoSeries(err) {
 		return doc, err
 	}
 	pods := map[string]proc.Pod{}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/metrics"
 	"github.com/gpustack/routing-conformance/sim/operator"
 )
 
@@ -120,12 +119,8 @@ func (o *observer) openCircuits(ctx context.Context) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := metrics.ParseText(o.metricsBackend, body)
+	samples, err := familySamples(o.metricsBackend, body, cbGauges[o.router])
 	if err != nil {
-		return nil, err
-	}
-	samples, err := snap.Select(cbGauges[o.router])
-	if err != nil && !metrics.IsNoSeries(err) {
 		return nil, err
 	}
 	for _, s := range samples {
