@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpustack/routing-conformance/clusters/sim"
 	"github.com/gpustack/routing-conformance/report"
-	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
 // proc is a process as /proc/<pid>/stat gives it.
@@ -126,7 +126,7 @@ func TestInterruptMidTrafficEndsWithAPartialReportAndLeavesNothing(t *testing.T)
 	const claims = "feature:affinity || feature:roundrobin"
 	t.Run("emulated llm-d-router", func(t *testing.T) { interruptMidTraffic(t, "("+claims+") && router:llm-d-router") })
 	t.Run("routers built from source", func(t *testing.T) {
-		if _, err := upstream.Load(""); err != nil {
+		if err := sim.RoutersBuilt(""); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("CI=true: %v", err)
 			}

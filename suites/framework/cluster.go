@@ -20,7 +20,6 @@ import (
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/clusters/sim"
 	"github.com/gpustack/routing-conformance/config"
-	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
 // EnvTestOnlyReplaceEngines, set to a true value, turns on the sim
@@ -50,24 +49,19 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 			TestOnlyReplaceEnginesOnRouterEdit: replaceEngines,
 		}
 		// vllm-router and sglang-gateway run as their built binaries (make
-		// routers); a run that qualifies neither needs no build.
-		if slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return upstream.Supports(r.Name) }) {
-			in, err := upstream.Load("")
-			if err != nil {
-				return nil, fmt.Errorf("%s: the sim runs vllm-router and sglang-gateway as their binaries built from source: %w", cfg.File(), err)
-			}
-			opts.Routers = in
+		// routers); a run that qualifies neither needs no build. sim.llmd:
+		// upstream runs llm-d-router's own EPP (make upstream-llmd) as the
+		// llm-d-router pairs' epp container.
+		builds := sim.Builds{
+			Routers: slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return sim.RunsBuiltRouter(r.Name) }),
+			LLMD: cfg.Sim.LLMD == config.SimLLMDUpstream &&
+				slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return r.Name == api.RouterLLMD }),
 		}
-		// sim.llmd: upstream runs llm-d-router's own EPP (make upstream-llmd)
-		// as the llm-d-router pairs' epp container.
-		if cfg.Sim.LLMD == config.SimLLMDUpstream && slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return r.Name == api.RouterLLMD }) {
-			in, err := upstream.LoadEPP("")
-			if err != nil {
-				return nil, fmt.Errorf("%s: sim.llmd is upstream (E2E_SIM_LLMD): %w", cfg.File(), err)
-			}
-			opts.LLMD = in
+		c, err := sim.Open(opts, builds)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
 		}
-		return sim.New(opts), nil
+		return c, nil
 	case config.TargetKube, config.TargetKind:
 		return kube.Connect(ctx, kubeOptions(cfg, s))
 	}
