@@ -119,9 +119,10 @@ bench-dist: ## bin/bench.tar.gz: the driver benches as binaries and scripts, to 
 fuzz: ## short runs of every fuzz target
 	bash hack/fuzz.sh $(FUZZTIME)
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet, and the import boundaries (hack/boundary: sim/ imports only api/ and sim/; only clusters/sim, cmd/routing-sim, docs/ and the API-server tier import sim/; clusters/ imports no assertions/, suites/ or report/)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run ./hack/boundary
 
 report-check: ## render the last qualification.html in headless chromium; check the headline, matrix and charts drew
 	bash report/check-render.sh "$(ARTIFACTS)/qualification.html"

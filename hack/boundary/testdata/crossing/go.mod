@@ -1,0 +1,3 @@
+module github.com/gpustack/routing-conformance
+
+go 1.26

@@ -1,0 +1,3 @@
+package report
+
+const File = "report.json"
