@@ -95,7 +95,7 @@ func TestInstalledAPI(t *testing.T) {
 	})
 
 	t.Run("the API server itself refuses an engine name outside the schema", func(t *testing.T) {
-		bad := admission.Probe("schema-refused")
+		bad := admission.Probe("schema-refused", config.SimInstanceType)
 		unstructured.SetNestedField(bad.Object, "vllm", "spec", "engine", "name")
 		_, err := mds.Create(ctx, bad, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) {
@@ -115,7 +115,7 @@ func TestInstalledAPI(t *testing.T) {
 
 	t.Run("the webhook's refusal of --port arrives wrapped by the API server", func(t *testing.T) {
 		for _, args := range [][]string{{"--port", "9000"}, {"--port=9000"}} {
-			_, err := mds.Create(ctx, admission.Probe("port-refused", args...), metav1.CreateOptions{})
+			_, err := mds.Create(ctx, admission.Probe("port-refused", config.SimInstanceType, args...), metav1.CreateOptions{})
 			var st apierrors.APIStatus
 			if !errors.As(err, &st) {
 				t.Fatalf("create with router extraArgs %q: %v, want a refusal", args, err)
@@ -133,7 +133,7 @@ func TestInstalledAPI(t *testing.T) {
 	})
 
 	t.Run("a valid ModelDeployment is admitted with the schema's and the webhook's defaults", func(t *testing.T) {
-		got, err := mds.Create(ctx, admission.Probe("admitted", "--policy", "round_robin"), metav1.CreateOptions{})
+		got, err := mds.Create(ctx, admission.Probe("admitted", config.SimInstanceType, "--policy", "round_robin"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
@@ -163,7 +163,7 @@ func TestInstalledAPI(t *testing.T) {
 	})
 
 	t.Run("status is written through its subresource and pruned to the schema", func(t *testing.T) {
-		md, err := mds.Create(ctx, admission.Probe("with-status"), metav1.CreateOptions{})
+		md, err := mds.Create(ctx, admission.Probe("with-status", config.SimInstanceType), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
