@@ -34,6 +34,7 @@ import (
 	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 	"github.com/gpustack/routing-conformance/test/apiserver/harness"
 	"github.com/gpustack/routing-conformance/test/apiserver/install"
+	"github.com/gpustack/routing-conformance/test/apiserver/netns"
 	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
 	"github.com/gpustack/routing-conformance/test/apiserver/simnode"
 	"github.com/gpustack/routing-conformance/test/apiserver/simoperator"
@@ -151,7 +152,7 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 	if err := admission.Register(ctx, s.Config, wh, "default"); err != nil {
 		return err
 	}
-	node, err := simnode.Start(ctx, s.Config, simnode.Options{Logf: opts.Logf, Programs: opts.Programs,
+	node, err := simnode.Start(ctx, s.Config, simnode.Options{PodCIDR: netns.PodCIDR, Logf: opts.Logf, Programs: opts.Programs,
 		Kubelet: kubelet.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second}})
 	if err != nil {
 		return err
