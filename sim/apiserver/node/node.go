@@ -1,4 +1,4 @@
-// Package simnode is a node agent for the apiserver tier: it registers a
+// Package node is a node agent for the apiserver tier: it registers a
 // Node with a real API server, binds the Pods nobody scheduled to it, runs
 // the Pods bound to it on the sim's kubelet (package sim/kubelet)
 // with the sim's router and engine programs, writes their status and events
@@ -9,7 +9,7 @@
 // Its addresses come from Options.PodCIDR, a range that must be on a local
 // interface and outside 127.0.0.0/8 (the API server proxies to no loopback
 // address): the tier puts it on the loopback of a private network namespace.
-package simnode
+package node
 
 import (
 	"context"
@@ -34,9 +34,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/gpustack/routing-conformance/sim/apiserver/podconv"
 	"github.com/gpustack/routing-conformance/sim/kubelet"
 	"github.com/gpustack/routing-conformance/sim/programs"
-	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
 )
 
 // Defaults for Options.
@@ -107,11 +107,11 @@ func (o Options) withDefaults() (Options, error) {
 // 10.244.0.0/16.
 func firstAddress(cidr string) (string, error) {
 	if cidr == "" {
-		return "", errors.New("simnode: Options.PodCIDR is required")
+		return "", errors.New("sim node: Options.PodCIDR is required")
 	}
 	_, n, err := net.ParseCIDR(cidr)
 	if err != nil || n.IP.To4() == nil {
-		return "", fmt.Errorf("simnode: PodCIDR %q is not an IPv4 range", cidr)
+		return "", fmt.Errorf("sim node: PodCIDR %q is not an IPv4 range", cidr)
 	}
 	ip := n.IP.To4()
 	return net.IPv4(ip[0], ip[1], ip[2], ip[3]+1).String(), nil
@@ -191,7 +191,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Node, error) {
 	}
 	factory.Start(runCtx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), n.synced) {
-		return fail(fmt.Errorf("simnode: the Pod informer did not sync: %w", ctx.Err()))
+		return fail(fmt.Errorf("sim node: the Pod informer did not sync: %w", ctx.Err()))
 	}
 	for _, f := range []func(context.Context){n.runPods, n.runStatuses} {
 		n.wg.Add(1)
@@ -235,7 +235,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("simnode: loops still running: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("sim node: loops still running: %w", ctx.Err()))
 	}
 	if n.bcast != nil {
 		n.bcast.Shutdown()
@@ -257,7 +257,7 @@ func (n *Node) register(ctx context.Context) error {
 		node, err = n.kube.CoreV1().Nodes().Get(ctx, n.opts.Name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("simnode: register Node %s: %w", n.opts.Name, err)
+		return fmt.Errorf("sim node: register Node %s: %w", n.opts.Name, err)
 	}
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("16"),
@@ -279,7 +279,7 @@ func (n *Node) register(ctx context.Context) error {
 			ContainerRuntimeVersion: "sim://routing-conformance"},
 	}
 	if _, err := n.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("simnode: status of Node %s: %w", n.opts.Name, err)
+		return fmt.Errorf("sim node: status of Node %s: %w", n.opts.Name, err)
 	}
 	return nil
 }
