@@ -11,9 +11,9 @@
 // before the controller ever sees the object.
 //
 // The Pods live in a Store: the sim's kubelet by default, or a real API
-// server (the apiserver tier's, test/apiserver), which then also holds the
-// object (Observe), receives its status (Config.OnStatus) and, as a
-// RouterStore, runs the router as the Deployment the operator renders.
+// server (sim/apiserver/operator, which the apiserver tier runs), which then
+// also holds the object (Observe), receives its status (Config.OnStatus) and,
+// as a RouterStore, runs the router as the Deployment the operator renders.
 package controller
 
 import (

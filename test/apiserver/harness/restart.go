@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/gpustack/routing-conformance/test/apiserver/testca"
+	"github.com/gpustack/routing-conformance/sim/apiserver/testca"
 )
 
 // stableIdentity prepares what lets the API server restart under its

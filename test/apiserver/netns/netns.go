@@ -25,8 +25,8 @@ import (
 	"time"
 )
 
-// PodCIDR is the range put on the namespace's loopback: Pods get addresses
-// from it, and the API server proxies to them because they are not loopback
+// PodCIDR is the range put on the namespace's loopback: the stack's sim node
+// gives Pods addresses from it (sim/apiserver/node's Options.PodCIDR), and the API server proxies to them because they are not loopback
 // addresses (proxyutil.IsProxyableIP refuses 127.0.0.0/8 and link-local).
 const PodCIDR = "10.244.0.0/16"
 

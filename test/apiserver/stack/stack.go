@@ -2,8 +2,9 @@
 // on the tier's real API server: the control plane with the namespace,
 // garbage-collector, deployment and ReplicaSet controllers (package
 // harness), the operator's and Kueue's API with an accelerated InstanceType
-// (install), the sim operator's webhooks (admission), the sim operator's
-// reconcile loop (simoperator) and a sim node running the Pods (simnode).
+// (install), the sim operator's webhooks (sim/apiserver/webhook), the sim
+// operator's reconcile loop (sim/apiserver/operator) and a sim node running the
+// Pods (sim/apiserver/node).
 // Stop takes it down in reverse order and checks nothing is left.
 package stack
 
@@ -25,18 +26,19 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/sim/apiserver/node"
+	"github.com/gpustack/routing-conformance/sim/apiserver/operator"
+	"github.com/gpustack/routing-conformance/sim/apiserver/webhook"
 	"github.com/gpustack/routing-conformance/sim/engine"
 	"github.com/gpustack/routing-conformance/sim/kubelet"
 	"github.com/gpustack/routing-conformance/sim/proc"
 	"github.com/gpustack/routing-conformance/sim/programs"
 	"github.com/gpustack/routing-conformance/sim/upstream"
 	"github.com/gpustack/routing-conformance/sim/upstream/upstreamtest"
-	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 	"github.com/gpustack/routing-conformance/test/apiserver/harness"
 	"github.com/gpustack/routing-conformance/test/apiserver/install"
+	"github.com/gpustack/routing-conformance/test/apiserver/netns"
 	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
-	"github.com/gpustack/routing-conformance/test/apiserver/simnode"
-	"github.com/gpustack/routing-conformance/test/apiserver/simoperator"
 )
 
 // Controllers are the kube-controller-manager controllers a stack runs:
@@ -86,12 +88,12 @@ type Options struct {
 type Stack struct {
 	*harness.Cluster
 	Kube     kubernetes.Interface
-	Webhooks *admission.Server
-	Operator *simoperator.Operator
-	Node     *simnode.Node
+	Webhooks *webhook.Server
+	Operator *operator.Operator
+	Node     *node.Node
 
 	// node is Node for the programs, which may run before start returns.
-	node  atomic.Pointer[simnode.Node]
+	node  atomic.Pointer[node.Node]
 	stops []func(context.Context) error
 }
 
@@ -142,24 +144,24 @@ func (s *Stack) start(ctx context.Context, opts Options) error {
 	if _, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	wh, err := admission.Serve()
+	wh, err := webhook.Serve()
 	if err != nil {
 		return err
 	}
 	s.onStop(func(context.Context) error { return wh.Close() })
 	s.Webhooks = wh
-	if err := admission.Register(ctx, s.Config, wh, "default"); err != nil {
+	if err := webhook.Register(ctx, s.Config, wh, "default"); err != nil {
 		return err
 	}
-	node, err := simnode.Start(ctx, s.Config, simnode.Options{Logf: opts.Logf, Programs: opts.Programs,
+	nd, err := node.Start(ctx, s.Config, node.Options{PodCIDR: netns.PodCIDR, Logf: opts.Logf, Programs: opts.Programs,
 		Kubelet: kubelet.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second}})
 	if err != nil {
 		return err
 	}
-	s.onStop(node.Stop)
-	s.Node = node
-	s.node.Store(node)
-	op, err := simoperator.Start(ctx, s.Config, simoperator.Options{EngineEnv: opts.EngineEnv, Logf: opts.Logf})
+	s.onStop(nd.Stop)
+	s.Node = nd
+	s.node.Store(nd)
+	op, err := operator.Start(ctx, s.Config, operator.Options{EngineEnv: opts.EngineEnv, Logf: opts.Logf})
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpustack/routing-conformance/clusters/kube"
-	"github.com/gpustack/routing-conformance/test/apiserver/admission"
+	"github.com/gpustack/routing-conformance/sim/apiserver/webhook"
 	"github.com/gpustack/routing-conformance/test/apiserver/harness"
 	"github.com/gpustack/routing-conformance/test/apiserver/install"
 	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
@@ -41,12 +41,12 @@ func TestPreflightNamesEachMissingVerb(t *testing.T) {
 	if _, err := install.All(ctx, c.Config); err != nil {
 		t.Fatal(err)
 	}
-	wh, err := admission.Serve()
+	wh, err := webhook.Serve()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wh.Close() })
-	if err := admission.Register(ctx, c.Config, wh, "default"); err != nil {
+	if err := webhook.Register(ctx, c.Config, wh, "default"); err != nil {
 		t.Fatal(err)
 	}
 	admin := kubernetes.NewForConfigOrDie(c.Config)

@@ -20,7 +20,7 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/metrics"
-	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
+	"github.com/gpustack/routing-conformance/sim/apiserver/podconv"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
 )
 

@@ -28,8 +28,8 @@ import (
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/kube"
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/sim/apiserver/webhook"
 	"github.com/gpustack/routing-conformance/sim/operator"
-	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 	"github.com/gpustack/routing-conformance/test/apiserver/harness"
 	"github.com/gpustack/routing-conformance/test/apiserver/install"
 	"github.com/gpustack/routing-conformance/test/apiserver/netns"
@@ -53,7 +53,7 @@ func TestInstalledAPI(t *testing.T) {
 	if _, err := install.All(ctx, c.Config); err != nil {
 		t.Fatalf("install: %v", err)
 	}
-	wh, err := admission.Serve()
+	wh, err := webhook.Serve()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestInstalledAPI(t *testing.T) {
 			t.Errorf("webhook server: %v", err)
 		}
 	})
-	if err := admission.Register(ctx, c.Config, wh, "default"); err != nil {
+	if err := webhook.Register(ctx, c.Config, wh, "default"); err != nil {
 		t.Fatal(err)
 	}
 	dyn := dynamic.NewForConfigOrDie(c.Config)
@@ -95,7 +95,7 @@ func TestInstalledAPI(t *testing.T) {
 	})
 
 	t.Run("the API server itself refuses an engine name outside the schema", func(t *testing.T) {
-		bad := admission.Probe("schema-refused")
+		bad := webhook.Probe("schema-refused", config.SimInstanceType)
 		unstructured.SetNestedField(bad.Object, "vllm", "spec", "engine", "name")
 		_, err := mds.Create(ctx, bad, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) {
@@ -115,12 +115,12 @@ func TestInstalledAPI(t *testing.T) {
 
 	t.Run("the webhook's refusal of --port arrives wrapped by the API server", func(t *testing.T) {
 		for _, args := range [][]string{{"--port", "9000"}, {"--port=9000"}} {
-			_, err := mds.Create(ctx, admission.Probe("port-refused", args...), metav1.CreateOptions{})
+			_, err := mds.Create(ctx, webhook.Probe("port-refused", config.SimInstanceType, args...), metav1.CreateOptions{})
 			var st apierrors.APIStatus
 			if !errors.As(err, &st) {
 				t.Fatalf("create with router extraArgs %q: %v, want a refusal", args, err)
 			}
-			want := fmt.Sprintf("admission webhook %q denied the request: ", admission.ValidatingWebhookName)
+			want := fmt.Sprintf("admission webhook %q denied the request: ", webhook.ValidatingWebhookName)
 			msg := st.Status().Message
 			t.Logf("API server: %s", msg)
 			if !strings.HasPrefix(msg, want) || !strings.Contains(msg, operator.RouterRefusal("--port", api.RouterVLLM)) {
@@ -133,7 +133,7 @@ func TestInstalledAPI(t *testing.T) {
 	})
 
 	t.Run("a valid ModelDeployment is admitted with the schema's and the webhook's defaults", func(t *testing.T) {
-		got, err := mds.Create(ctx, admission.Probe("admitted", "--policy", "round_robin"), metav1.CreateOptions{})
+		got, err := mds.Create(ctx, webhook.Probe("admitted", config.SimInstanceType, "--policy", "round_robin"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
@@ -142,7 +142,7 @@ func TestInstalledAPI(t *testing.T) {
 		if role["kind"] != api.RoleKindServer || role["size"] != int64(1) {
 			t.Errorf("schema defaults not applied: %v", role)
 		}
-		if acc := admission.RoleAccelerator(got, 0); acc != operator.DefaultAccelerator {
+		if acc := webhook.RoleAccelerator(got, 0); acc != operator.DefaultAccelerator {
 			t.Errorf("resources.accelerator = %q, want the mutating webhook's %q", acc, operator.DefaultAccelerator)
 		}
 		if _, set := role["terminationGracePeriodSeconds"]; set {
@@ -163,7 +163,7 @@ func TestInstalledAPI(t *testing.T) {
 	})
 
 	t.Run("status is written through its subresource and pruned to the schema", func(t *testing.T) {
-		md, err := mds.Create(ctx, admission.Probe("with-status"), metav1.CreateOptions{})
+		md, err := mds.Create(ctx, webhook.Probe("with-status", config.SimInstanceType), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestInstalledAPI(t *testing.T) {
 	reg := kc.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 
 	t.Run("preflight names a missing validating webhook", func(t *testing.T) {
-		if err := reg.Delete(ctx, admission.ValidatingConfigName, metav1.DeleteOptions{}); err != nil {
+		if err := reg.Delete(ctx, webhook.ValidatingConfigName, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		err := eventually(ctx, func() error { return newKube(t, c).Preflight(ctx) }, func(err error) bool {
@@ -276,7 +276,7 @@ func TestInstalledAPI(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "unanswered"},
 			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 				Name:         "unanswered.worker.gpustack.ai",
-				ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + hang.Addr().String() + admission.ValidatePath), CABundle: wh.CABundle},
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + hang.Addr().String() + webhook.ValidatePath), CABundle: wh.CABundle},
 				Rules: []admissionregistrationv1.RuleWithOperations{{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{api.Group}, APIVersions: []string{api.Version}, Resources: []string{api.Resource}},

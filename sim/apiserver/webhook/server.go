@@ -1,4 +1,4 @@
-// Package admission serves the sim operator's admission (package
+// Package webhook serves the sim operator's admission (package
 // sim/operator) as real Kubernetes admission webhooks, over TLS with
 // a test CA, and registers them with an API server. The API server then
 // calls the sim's rules the way it calls gpustack-operator's, and wraps their
@@ -11,7 +11,7 @@
 // and the markers on its ModelDeploymentWebhook
 // (pkg/worker/webhooks/worker/model_deployment.go: CREATE and UPDATE,
 // failurePolicy Fail, sideEffects None, matchPolicy Equivalent, timeout 10 s).
-package admission
+package webhook
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/gpustack/routing-conformance/test/apiserver/testca"
+	"github.com/gpustack/routing-conformance/sim/apiserver/testca"
 )
 
 // Webhook paths, in the operator's generated form

@@ -1,4 +1,4 @@
-package simoperator
+package operator
 
 import (
 	"context"
@@ -20,11 +20,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/sim/apiserver/podconv"
 	"github.com/gpustack/routing-conformance/sim/controller"
 	"github.com/gpustack/routing-conformance/sim/kubelet"
 	"github.com/gpustack/routing-conformance/sim/operator"
 	"github.com/gpustack/routing-conformance/sim/proc"
-	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
 )
 
 // Annotations the Deployment controller writes and this store reads.
@@ -123,7 +123,7 @@ func (s *store) Delete(namespace, name string) bool {
 		return false
 	}
 	if err != nil {
-		s.o.opts.Logf("simoperator: delete Pod %s/%s: %v", namespace, name, err)
+		s.o.opts.Logf("sim operator: delete Pod %s/%s: %v", namespace, name, err)
 		return false
 	}
 	s.awaitCache(func() bool {

@@ -1,4 +1,4 @@
-package simnode
+package node
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 
-	"github.com/gpustack/routing-conformance/test/apiserver/testca"
+	"github.com/gpustack/routing-conformance/sim/apiserver/testca"
 )
 
 // Port-forward timeouts, the kubelet's defaults (streaming.DefaultConfig).
@@ -43,7 +43,7 @@ func serveKubelet(addr string, n *Node) (*kubeletServer, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("simnode: kubelet API on %s: %w", addr, err)
+		return nil, fmt.Errorf("sim node: kubelet API on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", n.serveLogs)

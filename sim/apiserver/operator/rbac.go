@@ -1,4 +1,4 @@
-package simoperator
+package operator
 
 import (
 	"context"

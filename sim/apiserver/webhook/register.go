@@ -1,4 +1,4 @@
-package admission
+package webhook
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpustack/routing-conformance/api"
-	"github.com/gpustack/routing-conformance/config"
 )
 
 // Names Register gives the configurations and their webhooks. The webhook
@@ -31,6 +30,11 @@ const (
 	ValidatingWebhookName = "validate.worker.gpustack.ai.v1alpha1.modeldeployment"
 	MutatingWebhookName   = "mutate.worker.gpustack.ai.v1alpha1.modeldeployment"
 )
+
+// probeInstanceType is the InstanceType of waitActive's dry runs. They store
+// nothing and the sim's admission takes any name as an accelerated type
+// (sim/operator's defaults), so the probe needs no installed InstanceType.
+const probeInstanceType = "webhook-probe"
 
 // activeTimeout bounds the wait for the API server to start calling newly
 // registered webhooks (its configuration informer picks them up).
@@ -100,12 +104,12 @@ func waitActive(ctx context.Context, cfg *rest.Config, ns string) error {
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, activeTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := res.Create(ctx, Probe("webhook-probe-refused", "--port=1"), dryRun)
+		_, err := res.Create(ctx, Probe("webhook-probe-refused", probeInstanceType, "--port=1"), dryRun)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied the request", ValidatingWebhookName)) {
 			last = fmt.Errorf("validating webhook not called yet: %v", err)
 			return false, nil
 		}
-		got, err := res.Create(ctx, Probe("webhook-probe-defaulted"), dryRun)
+		got, err := res.Create(ctx, Probe("webhook-probe-defaulted", probeInstanceType), dryRun)
 		if err != nil {
 			last = fmt.Errorf("dry run of a valid ModelDeployment: %w", err)
 			return false, nil
@@ -123,9 +127,9 @@ func waitActive(ctx context.Context, cfg *rest.Config, ns string) error {
 }
 
 // Probe is a ModelDeployment the schema admits: one vLLM server role behind
-// vllm-router on config.SimInstanceType, with routerArgs as
-// spec.router.extraArgs and no accelerator count.
-func Probe(name string, routerArgs ...string) *unstructured.Unstructured {
+// vllm-router on instanceType, with routerArgs as spec.router.extraArgs and no
+// accelerator count.
+func Probe(name, instanceType string, routerArgs ...string) *unstructured.Unstructured {
 	args := make([]any, 0, len(routerArgs))
 	for _, a := range routerArgs {
 		args = append(args, a)
@@ -139,7 +143,7 @@ func Probe(name string, routerArgs ...string) *unstructured.Unstructured {
 			"engine": map[string]any{"name": api.EngineVLLM, "version": "0.29.0"},
 			"router": map[string]any{"name": api.RouterVLLM, "extraArgs": args},
 			"roles": []any{map[string]any{
-				"name": "server", "replicas": int64(2), "instanceType": config.SimInstanceType,
+				"name": "server", "replicas": int64(2), "instanceType": instanceType,
 			}},
 		},
 	}}

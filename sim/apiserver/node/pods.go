@@ -1,4 +1,4 @@
-package simnode
+package node
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpustack/routing-conformance/sim/apiserver/podconv"
 	"github.com/gpustack/routing-conformance/sim/kubelet"
-	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
 )
 
 // handler queues every Pod change for the sync loop and ticks the routers'
@@ -36,7 +36,7 @@ func (n *Node) runPods(ctx context.Context) {
 			return
 		}
 		if err := n.syncPod(ctx, key); err != nil && ctx.Err() == nil {
-			n.opts.Logf("simnode: pod %s: %v (retrying)", key, err)
+			n.opts.Logf("sim node: pod %s: %v (retrying)", key, err)
 			n.work.AddRateLimited(key)
 		} else {
 			n.work.Forget(key)

@@ -1,4 +1,4 @@
-package simnode
+package node
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func (n *Node) configMap(namespace, name string) (map[string]string, bool) {
 	cm, err := n.kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			n.opts.Logf("simnode: ConfigMap %s/%s: %v", namespace, name, err)
+			n.opts.Logf("sim node: ConfigMap %s/%s: %v", namespace, name, err)
 		}
 		return nil, false
 	}

@@ -1,4 +1,4 @@
-// Package simoperator runs the sim operator against a real API server: it
+// Package operator runs the sim operator against a real API server: it
 // watches ModelDeployments, and for each one runs the sim's reconcile loop
 // (package sim/controller, with the pure rendering and status of
 // package sim/operator) on a Store backed by the API server. Engine
@@ -10,8 +10,9 @@
 // truth: whatever the loop reads, it reads from informers.
 //
 // Admission is not here: the API server calls the sim's webhooks (package
-// admission) before anything is stored.
-package simoperator
+// sim/apiserver/webhook) before anything is stored. In this package the name
+// operator is the import of sim/operator, the rendering the loop runs.
+package operator
 
 import (
 	"context"
@@ -40,10 +41,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/sim/apiserver/webhook"
 	"github.com/gpustack/routing-conformance/sim/controller"
 	"github.com/gpustack/routing-conformance/sim/kubelet"
 	"github.com/gpustack/routing-conformance/sim/programs"
-	"github.com/gpustack/routing-conformance/test/apiserver/admission"
 )
 
 // GVR is the ModelDeployment resource.
@@ -149,7 +150,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, erro
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), append(o.ix.synced(), mds.Informer().HasSynced)...) {
 		o.Stop(context.Background())
-		return nil, fmt.Errorf("simoperator: informers did not sync: %w", ctx.Err())
+		return nil, fmt.Errorf("sim operator: informers did not sync: %w", ctx.Err())
 	}
 	return o, nil
 }
@@ -171,14 +172,14 @@ func (o *Operator) Stop(ctx context.Context) error {
 		select {
 		case <-c.Done():
 		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("simoperator: a reconcile loop is still running: %w", ctx.Err()))
+			errs = append(errs, fmt.Errorf("sim operator: a reconcile loop is still running: %w", ctx.Err()))
 		}
 	}
 	o.cancel()
 	select {
 	case <-o.stopped:
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("simoperator: informers still running: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("sim operator: informers still running: %w", ctx.Err()))
 	}
 	o.bcast.Shutdown()
 	o.http.CloseIdleConnections()
@@ -194,7 +195,7 @@ func (o *Operator) observe(obj any) {
 	}
 	md, err := decode(u)
 	if err != nil {
-		o.opts.Logf("simoperator: %s/%s: %v", u.GetNamespace(), u.GetName(), err)
+		o.opts.Logf("sim operator: %s/%s: %v", u.GetNamespace(), u.GetName(), err)
 		return
 	}
 	o.mu.Lock()
@@ -269,7 +270,7 @@ func decode(u *unstructured.Unstructured) (*api.ModelDeployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	return admission.Decode(raw)
+	return webhook.Decode(raw)
 }
 
 // statusWriter writes one deployment's status when it changed, as a JSON
@@ -301,7 +302,7 @@ func (w *statusWriter) write(md *api.ModelDeployment) {
 		return // deleted (or replaced): nothing to write to
 	}
 	if err != nil {
-		w.o.opts.Logf("simoperator: status of %s/%s: %v", w.namespace, w.name, err)
+		w.o.opts.Logf("sim operator: status of %s/%s: %v", w.namespace, w.name, err)
 		return // the next pass tries again
 	}
 	w.last = body

@@ -1,4 +1,4 @@
-package simnode
+package node
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
+	"github.com/gpustack/routing-conformance/sim/apiserver/podconv"
 )
 
 func (n *Node) runStatuses(ctx context.Context) {
@@ -18,7 +18,7 @@ func (n *Node) runStatuses(ctx context.Context) {
 			return
 		}
 		if err := n.writeStatus(ctx, key); err != nil && ctx.Err() == nil {
-			n.opts.Logf("simnode: status of pod %s: %v (retrying)", key, err)
+			n.opts.Logf("sim node: status of pod %s: %v (retrying)", key, err)
 			n.statuses.AddRateLimited(key)
 		} else {
 			n.statuses.Forget(key)

@@ -1,4 +1,4 @@
-// Package simnode is a node agent for the apiserver tier: it registers a
+// Package node is a node agent for the apiserver tier: it registers a
 // Node with a real API server, binds the Pods nobody scheduled to it, runs
 // the Pods bound to it on the sim's kubelet (package sim/kubelet)
 // with the sim's router and engine programs, writes their status and events
@@ -6,9 +6,10 @@
 // pods/portforward. Routers discover engines through the API server (the
 // informer's Pods), as the real ones do.
 //
-// It runs only inside the tier's private network namespace (package netns):
-// the node's address and every Pod IP are in netns.PodCIDR.
-package simnode
+// Its addresses come from Options.PodCIDR, a range that must be on a local
+// interface and outside 127.0.0.0/8 (the API server proxies to no loopback
+// address): the tier puts it on the loopback of a private network namespace.
+package node
 
 import (
 	"context"
@@ -33,16 +34,14 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/gpustack/routing-conformance/sim/apiserver/podconv"
 	"github.com/gpustack/routing-conformance/sim/kubelet"
 	"github.com/gpustack/routing-conformance/sim/programs"
-	"github.com/gpustack/routing-conformance/test/apiserver/netns"
-	"github.com/gpustack/routing-conformance/test/apiserver/podconv"
 )
 
 // Defaults for Options.
 const (
 	DefaultName        = "sim-node"
-	DefaultIP          = "10.244.0.1"
 	DefaultKubeletPort = 10250
 	DefaultGPUs        = 8
 	// ResourceGPU is the extended resource a GPU node advertises.
@@ -58,8 +57,12 @@ const requestTimeout = 10 * time.Second
 type Options struct {
 	// Name is the Node's name (default sim-node).
 	Name string
+	// PodCIDR is the IPv4 /16 the Pods' addresses come from (the sim
+	// kubelet's Options.PodCIDR; its first /24 is left to the node). It must
+	// be on a local interface and not loopback; required.
+	PodCIDR string
 	// IP is the Node's InternalIP, where the API server reaches the kubelet
-	// API; it must be local (default 10.244.0.1, in netns.PodCIDR).
+	// API; it must be local (default: PodCIDR's first address, e.g. 10.244.0.1).
 	IP string
 	// KubeletPort is the kubelet API's HTTPS port (default 10250).
 	KubeletPort int
@@ -77,12 +80,16 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-func (o Options) withDefaults() Options {
+func (o Options) withDefaults() (Options, error) {
 	if o.Name == "" {
 		o.Name = DefaultName
 	}
 	if o.IP == "" {
-		o.IP = DefaultIP
+		first, err := firstAddress(o.PodCIDR)
+		if err != nil {
+			return o, err
+		}
+		o.IP = first
 	}
 	if o.KubeletPort == 0 {
 		o.KubeletPort = DefaultKubeletPort
@@ -93,7 +100,21 @@ func (o Options) withDefaults() Options {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	return o
+	return o, nil
+}
+
+// firstAddress is the first host address of an IPv4 range: 10.244.0.1 for
+// 10.244.0.0/16.
+func firstAddress(cidr string) (string, error) {
+	if cidr == "" {
+		return "", errors.New("sim node: Options.PodCIDR is required")
+	}
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil || n.IP.To4() == nil {
+		return "", fmt.Errorf("sim node: PodCIDR %q is not an IPv4 range", cidr)
+	}
+	ip := n.IP.To4()
+	return net.IPv4(ip[0], ip[1], ip[2], ip[3]+1).String(), nil
 }
 
 // Node is a running node agent. Stop ends it.
@@ -121,7 +142,10 @@ type Node struct {
 // Start registers the Node, starts the kubelet API and begins running the
 // Pods bound to it. ctx bounds the start only.
 func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Node, error) {
-	opts = opts.withDefaults()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -146,7 +170,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Node, error) {
 	n.events = n.bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: opts.Name})
 
 	kopts := opts.Kubelet
-	kopts.PodCIDR = netns.PodCIDR
+	kopts.PodCIDR = opts.PodCIDR
 	kopts.NodeName = opts.Name
 	kopts.PodWatcher = n.watch
 	kopts.StatusSink = n.kubeletChanged
@@ -167,7 +191,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Node, error) {
 	}
 	factory.Start(runCtx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), n.synced) {
-		return fail(fmt.Errorf("simnode: the Pod informer did not sync: %w", ctx.Err()))
+		return fail(fmt.Errorf("sim node: the Pod informer did not sync: %w", ctx.Err()))
 	}
 	for _, f := range []func(context.Context){n.runPods, n.runStatuses} {
 		n.wg.Add(1)
@@ -211,7 +235,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("simnode: loops still running: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("sim node: loops still running: %w", ctx.Err()))
 	}
 	if n.bcast != nil {
 		n.bcast.Shutdown()
@@ -233,7 +257,7 @@ func (n *Node) register(ctx context.Context) error {
 		node, err = n.kube.CoreV1().Nodes().Get(ctx, n.opts.Name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("simnode: register Node %s: %w", n.opts.Name, err)
+		return fmt.Errorf("sim node: register Node %s: %w", n.opts.Name, err)
 	}
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("16"),
@@ -255,7 +279,7 @@ func (n *Node) register(ctx context.Context) error {
 			ContainerRuntimeVersion: "sim://routing-conformance"},
 	}
 	if _, err := n.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("simnode: status of Node %s: %w", n.opts.Name, err)
+		return fmt.Errorf("sim node: status of Node %s: %w", n.opts.Name, err)
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 // Package testca makes throwaway certificate authorities and the serving
-// certificates they sign, for the tier's TLS servers (the admission
-// webhooks, the sim node's kubelet API, a restartable API server): each
-// lives as long as one test binary.
+// certificates they sign, for the apiserver tier's TLS servers (the sim
+// operator's admission webhooks, the sim node's kubelet API, the tier's
+// restartable API server): each lives as long as one test binary.
 package testca
 
 import (

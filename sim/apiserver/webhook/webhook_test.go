@@ -1,4 +1,4 @@
-package admission
+package webhook
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func TestServerAnswersReviewsOverTLSWithItsCA(t *testing.T) {
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	review := admissionv1.AdmissionReview{Request: &admissionv1.AdmissionRequest{
-		UID: types.UID("review-1"), Operation: admissionv1.Create, Object: raw(t, Probe("p", "--port", "1")),
+		UID: types.UID("review-1"), Operation: admissionv1.Create, Object: raw(t, Probe("p", "sim-gpu", "--port", "1")),
 	}}
 	review.APIVersion, review.Kind = "admission.k8s.io/v1", "AdmissionReview"
 	body, _ := json.Marshal(review)
@@ -55,7 +55,7 @@ func TestServerAnswersReviewsOverTLSWithItsCA(t *testing.T) {
 }
 
 func TestValidateRefusesWithTheOperatorsInvalidStatus(t *testing.T) {
-	resp := validate(&admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: raw(t, Probe("p", "--port=9"))})
+	resp := validate(&admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: raw(t, Probe("p", "sim-gpu", "--port=9"))})
 	if resp.Allowed || resp.Result == nil {
 		t.Fatalf("--port admitted: %+v", resp)
 	}
@@ -69,15 +69,15 @@ func TestValidateRefusesWithTheOperatorsInvalidStatus(t *testing.T) {
 		t.Errorf("causes %+v", c)
 	}
 
-	if resp := validate(&admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: raw(t, Probe("p", "--policy", "random"))}); !resp.Allowed {
+	if resp := validate(&admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: raw(t, Probe("p", "sim-gpu", "--policy", "random"))}); !resp.Allowed {
 		t.Errorf("a valid object was refused: %+v", resp.Result)
 	}
 }
 
 // An update is checked against the old object: the router name is frozen.
 func TestValidateUpdateSeesTheOldObject(t *testing.T) {
-	old := Probe("p")
-	renamed := Probe("p")
+	old := Probe("p", "sim-gpu")
+	renamed := Probe("p", "sim-gpu")
 	unstructured.SetNestedField(renamed.Object, api.RouterLLMD, "spec", "router", "name")
 	resp := validate(&admissionv1.AdmissionRequest{Operation: admissionv1.Update, Object: raw(t, renamed), OldObject: raw(t, old)})
 	if resp.Allowed || !strings.Contains(resp.Result.Message, `spec.router.name: Invalid value: "llm-d-router": field is immutable`) {
@@ -87,7 +87,7 @@ func TestValidateUpdateSeesTheOldObject(t *testing.T) {
 
 // The sim's Required refusals stay Required errors.
 func TestValidateKeepsRequiredRefusals(t *testing.T) {
-	md := Probe("p")
+	md := Probe("p", "sim-gpu")
 	unstructured.RemoveNestedField(md.Object, "spec", "engine", "version")
 	resp := validate(&admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: raw(t, md)})
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "spec.engine.version: Required value: role \"server\" names no image") {
@@ -96,7 +96,7 @@ func TestValidateKeepsRequiredRefusals(t *testing.T) {
 }
 
 func TestMutatePatchesOnlyTheAcceleratorDefault(t *testing.T) {
-	md := Probe("p")
+	md := Probe("p", "sim-gpu")
 	roles, _, _ := unstructured.NestedSlice(md.Object, "spec", "roles")
 	roles = append(roles,
 		map[string]any{"name": "second", "instanceType": "sim-gpu", "resources": map[string]any{}},
@@ -115,7 +115,7 @@ func TestMutatePatchesOnlyTheAcceleratorDefault(t *testing.T) {
 }
 
 func TestMutateLeavesAnExplicitCountAlone(t *testing.T) {
-	md := Probe("p")
+	md := Probe("p", "sim-gpu")
 	roles, _, _ := unstructured.NestedSlice(md.Object, "spec", "roles")
 	roles[0].(map[string]any)["resources"] = map[string]any{"accelerator": "2"}
 	unstructured.SetNestedSlice(md.Object, roles, "spec", "roles")
