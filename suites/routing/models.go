@@ -58,26 +58,20 @@ var _ = framework.Add(Registry, framework.Claim[ModelsRow]{
 	PolicyLabel: true,
 	// The default deployment: a GET of the model list changes no routing
 	// state, and no other claim's outcome depends on one.
-	Specs: func(input func() framework.Input[ModelsRow]) {
-		ModelsSpec(func() ModelsSpecInput { return ModelsSpecInput{Input: input()} })
-	},
+	Specs: ModelsSpec,
 })
-
-// ModelsSpecInput is the input of ModelsSpec.
-type ModelsSpecInput struct {
-	framework.Input[ModelsRow]
-}
 
 // ModelsSpec: the row's GETs of /v1/models through the router Service,
 // sent by the traffic driver (EndpointModels: go-openai's ListModels GET),
 // within models/traffic, each on a new connection; every answer is 200
 // with exactly the served model (model.name) listed, owned_by and
 // Content-Type as the row states.
-func ModelsSpec(input func() ModelsSpecInput) {
-	var in ModelsSpecInput
+func ModelsSpec(input func() framework.Input[ModelsRow]) {
+	framework.CheckInput("ModelsSpec", input)
+	var in framework.Input[ModelsRow]
 	BeforeEach(func() {
 		in = input()
-		in.Begin("ModelsSpec")
+		in.Begin()
 	})
 
 	It("lists the served model through the router Service, as an OpenAI client asks", func(ctx SpecContext) {
