@@ -16,10 +16,11 @@ type FailedRequests struct {
 	First    []string
 }
 
-// HaveFailedAtMost succeeds when at most bound of the requests failed. The
-// evidence is the bound with its terms (e.g. "in flight (concurrency) +
-// rate x fault-window (20/s x 1s)"), the derivation of those terms (why),
-// and the first failures.
+// HaveFailedAtMost succeeds when at most bound of the requests failed; a
+// negative bound is no bound (every request may fail: the claim bounds the
+// time instead) and always succeeds. The evidence is the bound with its
+// terms (e.g. "in flight (concurrency) + rate x fault-window (20/s x 1s)"),
+// the derivation of those terms (why), and the first failures.
 func HaveFailedAtMost(bound int, terms, why string) types.GomegaMatcher {
 	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
 		f, ok := actual.(FailedRequests)
@@ -30,7 +31,7 @@ func HaveFailedAtMost(bound int, terms, why string) types.GomegaMatcher {
 		if len(f.First) > 0 {
 			ev += "\n  first failures:\n" + indent(strings.Join(f.First, "\n"), "    ")
 		}
-		return f.Failed <= bound,
+		return bound < 0 || f.Failed <= bound,
 			fmt.Sprintf("Expected at most %d of the %d requests during %q to fail, but %d did:\n%s", bound, f.Requests, f.Action, f.Failed, ev),
 			fmt.Sprintf("Expected more than %d of the %d requests during %q to fail, but %d did:\n%s", bound, f.Requests, f.Action, f.Failed, ev),
 			nil

@@ -19,6 +19,7 @@ func TestHaveFailedAtMostShowsTheBoundAndItsDerivation(t *testing.T) {
 		"derivation: the Service has no Ready endpoint",
 		"at +0.120s refused status 0: connection refused")
 	mustContain(t, failure("x", HaveFailedAtMost(1, "", ""), false), "expects an assertions.FailedRequests, got string")
+	mustPass(t, failure(FailedRequests{Action: "killing the router", Requests: 40, Failed: 40}, HaveFailedAtMost(-1, "none", "the bound is on time"), false))
 }
 
 func code(c int32) *int32 { return &c }
@@ -123,4 +124,20 @@ func TestHaveSchedulingWeightsTablesEveryWeight(t *testing.T) {
 	mustContain(t, failure(cfg, HaveSchedulingWeights(Weight{"server", "prefix-cache-scorer", 3}, Weight{"server", "queue-scorer", 2}), false),
 		"but 1 of 2 differ", "queue-scorer", "missing", "<- differs", "effective configuration:")
 	mustContain(t, failure(errors.New("x"), HaveSchedulingWeights(), false), "expects an assertions.SchedulingConfig")
+}
+
+func TestCheckInFlight(t *testing.T) {
+	if err := CheckInFlight("g", map[string]int{"a": 1, "b": 0}, map[string]int{"a": 1}); err != nil {
+		t.Errorf("a replica at 0 missing from want: %v", err)
+	}
+	if err := CheckInFlight("g", map[string]int{"a": 1}, map[string]int{"a": 1, "b": 0}); err != nil {
+		t.Errorf("a replica at 0 missing from got: %v", err)
+	}
+	err := CheckInFlight("vllm_router_worker_load", map[string]int{"a": 2, "b": 0}, map[string]int{"a": 1, "b": 1})
+	if err == nil || err.Error() != "the router's vllm_router_worker_load reads map[a:2 b:0], want map[a:1 b:1]" {
+		t.Errorf("err = %v", err)
+	}
+	if err := CheckInFlight("g", map[string]int{"c": 1}, nil); err == nil {
+		t.Error("a held request on a replica not wanted passed")
+	}
 }

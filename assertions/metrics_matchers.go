@@ -280,3 +280,20 @@ func sumMatcher(matcher, name string, ms []metrics.Matcher, want string, ok func
 			nil
 	}}
 }
+
+// CheckInFlight is nil when a router's in-flight gauge reads, per replica,
+// exactly the held requests it should (a replica missing from either map
+// reads 0), else an error with both readings.
+func CheckInFlight(gauge string, got, want map[string]int) error {
+	for r, n := range want {
+		if got[r] != n {
+			return fmt.Errorf("the router's %s reads %v, want %v", gauge, got, want)
+		}
+	}
+	for r, n := range got {
+		if n != want[r] {
+			return fmt.Errorf("the router's %s reads %v, want %v", gauge, got, want)
+		}
+	}
+	return nil
+}

@@ -39,6 +39,29 @@ func HaveStartedWithPolicy(debug string) types.GomegaMatcher {
 	return bannerPartMatcher("HaveStartedWithPolicy", "policy", debug, func(b routerlog.Banner) rustdebug.Value { return b.Policy })
 }
 
+// DocumentedPolicy is the policy of an expect.yaml banner, which is
+// written "policy: <the policy's Debug form as the router prints it>".
+func DocumentedPolicy(banner string) (string, error) {
+	policy, ok := strings.CutPrefix(banner, "policy: ")
+	if !ok {
+		return "", fmt.Errorf("banner %q must be written \"policy: <the policy as the router prints it>\"", banner)
+	}
+	return policy, nil
+}
+
+// HaveStartedWithBanner is HaveStartedWithPolicy for an expect.yaml banner
+// ("policy: <Debug form>", DocumentedPolicy); a banner not written so is
+// an error.
+func HaveStartedWithBanner(documented string) types.GomegaMatcher {
+	policy, err := DocumentedPolicy(documented)
+	if err != nil {
+		return &evidenceMatcher{check: func(any) (bool, string, string, error) {
+			return false, "", "", fmt.Errorf("HaveStartedWithBanner: %w", err)
+		}}
+	}
+	return HaveStartedWithPolicy(policy)
+}
+
 // HaveStartedInMode is HaveStartedWithPolicy for the banner's routing mode
 // (docs/routers.md#debug-forms), e.g. for a prefill/decode pair under the
 // operator's discovery

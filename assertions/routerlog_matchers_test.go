@@ -118,3 +118,14 @@ func TestClapMatcherNamesItselfInTypeErrors(t *testing.T) {
 		t.Fatalf("error = %v, want it to name HaveRefusedPolicyValue", err)
 	}
 }
+
+func TestHaveStartedWithBanner(t *testing.T) {
+	logs := sgLogs("RoundRobin")
+	mustPass(t, failure(logs, HaveStartedWithBanner("policy: RoundRobin"), false))
+	mustContain(t, failure(logs, HaveStartedWithBanner("policy: Random"), false), "to show policy Random, but policy is RoundRobin")
+	mustContain(t, failure(logs, HaveStartedWithBanner("RoundRobin"), false),
+		`HaveStartedWithBanner: banner "RoundRobin" must be written "policy: <the policy as the router prints it>"`)
+	if p, err := DocumentedPolicy("policy: " + cacheAware); err != nil || p != cacheAware {
+		t.Errorf("DocumentedPolicy = %q, %v", p, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega/types"
 
 	"github.com/gpustack/routing-conformance/assertions/split"
+	"github.com/gpustack/routing-conformance/fixtures"
 )
 
 func splitOf(matcher string, actual any) (split.Split, error) {
@@ -204,4 +205,65 @@ func UseReplica(replica string) types.GomegaMatcher {
 		}
 		return s.Count(replica) > 0, replica + " served nothing"
 	})
+}
+
+// HaveShape: a split of sent requests has its documented or derived shape
+// (an expect.yaml split). It accounts for every request sent (HaveTotal),
+// then: one-replica is BeAllOnOneReplica, even HaveCounts of sent/replicas
+// each, binomial HaveEachCountWithin the shape's Bounds, spread
+// UseEveryReplica; a recorded shape asserts only the total. The failure is
+// the first unmet one's, after what the row says of the shape. A shape
+// that cannot be judged (even over replicas sent does not divide, binomial
+// over fewer than 2 replicas, an unknown shape) is an error.
+func HaveShape(shape fixtures.Split, sent int) types.GomegaMatcher {
+	return &evidenceMatcher{check: func(actual any) (bool, string, string, error) {
+		s, err := splitOf("HaveShape", actual)
+		if err != nil {
+			return false, "", "", err
+		}
+		type step struct {
+			m   types.GomegaMatcher
+			why string
+		}
+		steps := []step{{HaveTotal(sent), ""}}
+		n := len(s.Replicas)
+		switch shape.Shape {
+		case fixtures.ShapeOneReplica:
+			steps = append(steps, step{BeAllOnOneReplica(), fmt.Sprintf("documented: all on one replica (%s)", shape.Documented)})
+		case fixtures.ShapeEven:
+			want := shape.Expected(sent, n)
+			if want == nil {
+				return false, "", "", fmt.Errorf("HaveShape: %d requests do not divide evenly over %d replicas; set traffic.requests to a multiple", sent, n)
+			}
+			steps = append(steps, step{HaveCounts(want...), "documented: " + shape.Documented})
+		case fixtures.ShapeBinomial:
+			lo, hi, ok := shape.Bounds(sent, n)
+			if !ok {
+				return false, "", "", fmt.Errorf("HaveShape: a binomial bound needs at least 2 replicas, the split has %d", n)
+			}
+			steps = append(steps, step{HaveEachCountWithin(lo, hi, binomialWords(shape, sent, n)), ""})
+		case fixtures.ShapeSpread:
+			steps = append(steps, step{UseEveryReplica(), "derived: " + shape.Documented})
+		case fixtures.ShapeRecorded:
+			// Documented as measured, not as a shape: recorded in the report only.
+		default:
+			return false, "", "", fmt.Errorf("HaveShape: unknown split shape %q", shape.Shape)
+		}
+		for _, st := range steps {
+			ok, err := st.m.Match(s)
+			if err != nil || !ok {
+				msg := st.m.FailureMessage(s)
+				if st.why != "" {
+					msg = st.why + "\n" + msg
+				}
+				return false, msg, "", err
+			}
+		}
+		return true, "", fmt.Sprintf("Expected the split of %d requests not to have the shape %s, but it has:\n%s", sent, shape.Shape, indent(s.String(), "  ")), nil
+	}}
+}
+
+// binomialWords is a binomial bound's derivation.
+func binomialWords(shape fixtures.Split, sent, replicas int) string {
+	return fmt.Sprintf("Bin(%d, 1/%d), the smallest interval with both tails under %v", sent, replicas, (1-shape.Confidence)/2)
 }

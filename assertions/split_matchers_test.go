@@ -5,6 +5,7 @@ import (
 
 	. "github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/assertions/split"
+	"github.com/gpustack/routing-conformance/fixtures"
 )
 
 var (
@@ -74,4 +75,31 @@ func TestHaveCountsByReplica(t *testing.T) {
 	mustPass(t, failure(affine, HaveCountsByReplica(map[string]int{"md-engine-1": 354}), false))
 	mustContain(t, failure(skewed, HaveCountsByReplica(map[string]int{"md-engine-1": 70, "md-engine-0": 50}), false),
 		"to be exactly md-engine-0=50, md-engine-1=70, but md-engine-0 has 70, md-engine-1 has 50")
+}
+
+func TestHaveShape(t *testing.T) {
+	oneReplica := fixtures.Split{Shape: fixtures.ShapeOneReplica, Documented: "docs/x.md#affinity"}
+	mustPass(t, failure(affine, HaveShape(oneReplica, 354), false))
+	mustContain(t, failure(affine, HaveShape(oneReplica, 355), false), "to sum to 355, but it sums to 354")
+	mustContain(t, failure(even, HaveShape(oneReplica, 120), false), "documented: all on one replica (docs/x.md#affinity)\nExpected the split to be all on one replica")
+
+	evenShape := fixtures.Split{Shape: fixtures.ShapeEven, Documented: "round robin"}
+	mustPass(t, failure(even, HaveShape(evenShape, 120), false))
+	mustContain(t, failure(skewed, HaveShape(evenShape, 120), false), "documented: round robin", "to be exactly 60/60, but it is 70/50")
+	mustContain(t, failure(split.New(split.VLLMRequestCounter, replicas, map[string]int{"md-engine-0": 61, "md-engine-1": 60}), HaveShape(evenShape, 121), false),
+		"121 requests do not divide evenly over 2 replicas; set traffic.requests to a multiple")
+
+	binomial := fixtures.Split{Shape: fixtures.ShapeBinomial, Confidence: 0.999}
+	mustPass(t, failure(skewed, HaveShape(binomial, 120), false))
+	mustContain(t, failure(affine, HaveShape(binomial, 354), false), "to have every count within", "Bin(354, 1/2)", "md-engine-0 has 0")
+
+	spread := fixtures.Split{Shape: fixtures.ShapeSpread, Documented: "least load"}
+	mustPass(t, failure(even, HaveShape(spread, 120), false))
+	mustContain(t, failure(affine, HaveShape(spread, 354), false), "derived: least load", "md-engine-0 served nothing")
+
+	recorded := fixtures.Split{Shape: fixtures.ShapeRecorded}
+	mustPass(t, failure(affine, HaveShape(recorded, 354), false))
+	mustContain(t, failure(affine, HaveShape(recorded, 1), false), "to sum to 1")
+	mustContain(t, failure(affine, HaveShape(fixtures.Split{Shape: "zigzag"}, 354), false), `unknown split shape "zigzag"`)
+	mustContain(t, failure(affine, HaveShape(recorded, 354), true), "not to have the shape recorded")
 }

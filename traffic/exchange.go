@@ -78,6 +78,7 @@ type exchange struct {
 	finish string
 	id     string
 	usage  *Usage
+	models []Model
 }
 
 // arrivalClock wraps an answer's body and notes when each read returned
@@ -104,6 +105,9 @@ func (c *arrivalClock) Read(p []byte) (int, error) {
 // one write (another reader type makes it flush the headers first).
 func (w *worker) request(ctx context.Context, ex *exchange, text string, headers map[string]string, extra map[string]json.RawMessage) (*http.Request, error) {
 	r := w.r
+	if r.plan.Endpoint == EndpointModels {
+		return r.listRequest(ctx, headers)
+	}
 	w.encoded.Reset()
 	if w.encoder == nil {
 		w.encoder = json.NewEncoder(&w.encoded)
@@ -144,13 +148,32 @@ func (w *worker) request(ctx context.Context, ex *exchange, text string, headers
 	} else {
 		h["Accept"] = jsonType
 	}
+	r.addHeaders(h, headers)
+	return req, nil
+}
+
+// listRequest builds GET /v1/models as go-openai's ListModels sends it: no
+// body, Accept and Content-Type application/json (its sendRequest sets both
+// on every request), then the plan's headers.
+func (r *runner) listRequest(ctx context.Context, headers map[string]string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.baseURL+"/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header["Accept"], req.Header["Content-Type"] = jsonType, jsonType
+	r.addHeaders(req.Header, headers)
+	return req, nil
+}
+
+// addHeaders adds the Authorization header, when the plan has an API key,
+// then the request's plan headers.
+func (r *runner) addHeaders(h http.Header, headers map[string]string) {
 	if r.auth != nil {
 		h["Authorization"] = r.auth
 	}
 	for name, value := range headers {
 		h.Set(name, value)
 	}
-	return req, nil
 }
 
 // The header values go-openai sends; shared, never modified.
@@ -264,6 +287,9 @@ func (w *worker) readAnswer(ex *exchange) error {
 	if n > answerLimit {
 		return fmt.Errorf("traffic: the answer's body is larger than %d MiB", answerLimit>>20)
 	}
+	if w.r.plan.Endpoint == EndpointModels {
+		return ex.readModels(w.answer.Bytes())
+	}
 	a := w.decodeAnswer(bytes.TrimSpace(w.answer.Bytes())) // a trailing newline is common
 	if a == nil {
 		return w.decodeErr
@@ -324,6 +350,21 @@ func (w *worker) readStream(ex *exchange) error {
 		}
 		ex.setUsage(c.Usage)
 	}
+}
+
+// readModels decodes a model list as go-openai's ListModels does (one JSON
+// value read from the body into its ModelsList) and keeps each model's id
+// and owned_by.
+func (ex *exchange) readModels(body []byte) error {
+	var list openai.ModelsList
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&list); err != nil {
+		return err
+	}
+	ex.models = make([]Model, 0, len(list.Models))
+	for _, m := range list.Models {
+		ex.models = append(ex.models, Model{ID: m.ID, OwnedBy: m.OwnedBy})
+	}
+	return nil
 }
 
 func (ex *exchange) setFinish(f string) {

@@ -17,6 +17,13 @@ const (
 	EndpointChat Endpoint = "/v1/chat/completions"
 	// EndpointCompletions is POST /v1/completions.
 	EndpointCompletions Endpoint = "/v1/completions"
+	// EndpointModels is GET /v1/models, sent as go-openai's ListModels
+	// sends it (no body; Accept and Content-Type application/json) and its
+	// answer decoded into go-openai's ModelsList: Result.Models lists it.
+	// It sends no prompt: Model may be empty, Mode must be non-stream, and
+	// the body fields (MaxTokens, IncludeUsage, SessionParams, ExtraBody)
+	// must be unset.
+	EndpointModels Endpoint = "/v1/models"
 )
 
 // Mode says which requests of a plan stream.
@@ -81,7 +88,8 @@ type Plan struct {
 	APIKey string `json:"-"`
 	// Endpoint is EndpointChat (default) or EndpointCompletions.
 	Endpoint Endpoint `json:"endpoint,omitempty"`
-	// Model is the "model" field of every request (required).
+	// Model is the "model" field of every request (required, except for
+	// EndpointModels, which sends none).
 	Model string `json:"model"`
 	// Requests is how many requests the run sends (> 0).
 	Requests int `json:"requests"`
@@ -229,7 +237,7 @@ func (p Plan) Validate() error {
 	if p.RequestTimeout < 0 {
 		return fmt.Errorf("traffic: plan.RequestTimeout must be > 0 (0 means %s; got %s)", DefaultRequestTimeout, p.RequestTimeout)
 	}
-	if strings.TrimSpace(p.Model) == "" {
+	if strings.TrimSpace(p.Model) == "" && p.Endpoint != EndpointModels {
 		return fmt.Errorf("traffic: plan.Model must name the served model (got %q)", p.Model)
 	}
 	if _, err := openAIBaseURL(p.BaseURL); err != nil {
@@ -237,8 +245,12 @@ func (p Plan) Validate() error {
 	}
 	switch p.Endpoint {
 	case EndpointChat, EndpointCompletions:
+	case EndpointModels:
+		if err := p.checkBodiless(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("traffic: plan.Endpoint must be %q or %q (got %q)", EndpointChat, EndpointCompletions, p.Endpoint)
+		return fmt.Errorf("traffic: plan.Endpoint must be %q, %q or %q (got %q)", EndpointChat, EndpointCompletions, EndpointModels, p.Endpoint)
 	}
 	switch p.Mode {
 	case ModeNonStream, ModeStream, ModeAlternate:
@@ -265,6 +277,24 @@ func (p Plan) Validate() error {
 		if !validHeaderName(h) {
 			return fmt.Errorf("traffic: plan.CaptureHeaders[%d] %q is not a valid header name", i, h)
 		}
+	}
+	return nil
+}
+
+// checkBodiless refuses, for a GET, the fields that only a request body
+// carries: set, they would be silently ignored.
+func (p Plan) checkBodiless() error {
+	switch {
+	case p.Mode != ModeNonStream:
+		return fmt.Errorf("traffic: plan.Mode must be %q for %s, which does not stream (got %q)", ModeNonStream, p.Endpoint, p.Mode)
+	case p.MaxTokens != 0:
+		return fmt.Errorf("traffic: plan.MaxTokens must be 0 for %s, which sends no body (got %d)", p.Endpoint, p.MaxTokens)
+	case p.IncludeUsage:
+		return fmt.Errorf("traffic: plan.IncludeUsage must be false for %s, which sends no body", p.Endpoint)
+	case p.SessionParams != nil:
+		return fmt.Errorf("traffic: plan.SessionParams must be nil for %s, which sends no body", p.Endpoint)
+	case p.ExtraBody != nil:
+		return fmt.Errorf("traffic: plan.ExtraBody must be nil for %s, which sends no body", p.Endpoint)
 	}
 	return nil
 }

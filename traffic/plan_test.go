@@ -30,7 +30,7 @@ func TestInvalidPlansNameTheField(t *testing.T) {
 		{"negative rps", func(p *Plan) { p.RPS = -1 }, "plan.RPS must be a finite number >= 0"},
 		{"NaN rps", func(p *Plan) { p.RPS = math.NaN() }, "plan.RPS"},
 		{"infinite rps", func(p *Plan) { p.RPS = math.Inf(1) }, "plan.RPS"},
-		{"unknown endpoint", func(p *Plan) { p.Endpoint = "/v1/embeddings" }, `plan.Endpoint must be "/v1/chat/completions" or "/v1/completions" (got "/v1/embeddings")`},
+		{"unknown endpoint", func(p *Plan) { p.Endpoint = "/v1/embeddings" }, `plan.Endpoint must be "/v1/chat/completions", "/v1/completions" or "/v1/models" (got "/v1/embeddings")`},
 		{"unknown mode", func(p *Plan) { p.Mode = "sometimes" }, `plan.Mode must be`},
 		{"empty model", func(p *Plan) { p.Model = " " }, "plan.Model must name the served model"},
 		{"negative max tokens", func(p *Plan) { p.MaxTokens = -1 }, "plan.MaxTokens must be >= 0"},
@@ -48,6 +48,13 @@ func TestInvalidPlansNameTheField(t *testing.T) {
 		{"extra body overriding stream", func(p *Plan) { p.ExtraBody = map[string]any{"stream": true} }, `plan.ExtraBody["stream"] is set by the driver; use plan.Mode`},
 		{"extra body overriding session_params", func(p *Plan) { p.ExtraBody = map[string]any{"session_params": 1} }, "use plan.SessionParams"},
 		{"bad capture header", func(p *Plan) { p.CaptureHeaders = []string{"ok", "bad header"} }, `plan.CaptureHeaders[1] "bad header"`},
+		{"streamed model list", func(p *Plan) { p.Endpoint, p.Mode = EndpointModels, ModeStream }, `plan.Mode must be "non-stream" for /v1/models`},
+		{"model list with max tokens", func(p *Plan) { p.Endpoint, p.MaxTokens = EndpointModels, 5 }, "plan.MaxTokens must be 0 for /v1/models"},
+		{"model list with usage", func(p *Plan) { p.Endpoint, p.IncludeUsage = EndpointModels, true }, "plan.IncludeUsage must be false for /v1/models"},
+		{"model list with session params", func(p *Plan) {
+			p.Endpoint, p.SessionParams = EndpointModels, map[string]string{"session_id": "s"}
+		}, "plan.SessionParams must be nil for /v1/models"},
+		{"model list with extra body", func(p *Plan) { p.Endpoint, p.ExtraBody = EndpointModels, map[string]any{"x": 1} }, "plan.ExtraBody must be nil for /v1/models"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +72,10 @@ func TestInvalidPlansNameTheField(t *testing.T) {
 	}
 	if err := valid().Validate(); err != nil {
 		t.Fatalf("the valid plan is refused: %v", err)
+	}
+	list := Plan{BaseURL: "http://127.0.0.1:1/v1", Endpoint: EndpointModels, Requests: 1}
+	if err := list.Validate(); err != nil {
+		t.Fatalf("a model list without a model is refused: %v", err)
 	}
 }
 

@@ -87,6 +87,9 @@ type Result struct {
 	ResponseID string `json:"response_id,omitempty"`
 	// Usage is the token usage the server reported, if any.
 	Usage *Usage `json:"usage,omitempty"`
+	// Models are the models a GET /v1/models answer listed (its data[]),
+	// in order (EndpointModels).
+	Models []Model `json:"models,omitempty"`
 	// RequestID and InferencePod repeat the x-request-id and x-inference-pod
 	// response headers for easy grouping.
 	RequestID    string `json:"request_id,omitempty"`
@@ -98,6 +101,12 @@ type Result struct {
 	HeadersSent map[string]string `json:"headers_sent,omitempty"`
 	// SessionParamsSent is the session_params object sent, if any.
 	SessionParamsSent map[string]string `json:"session_params_sent,omitempty"`
+}
+
+// Model is one entry of a model list.
+type Model struct {
+	ID      string `json:"id"`
+	OwnedBy string `json:"owned_by,omitempty"`
 }
 
 // Usage is the token usage an answer reported.

@@ -310,6 +310,7 @@ func (ex *exchange) fill(res *Result) {
 	res.FinishReason = ex.finish
 	res.ResponseID = ex.id
 	res.Usage = ex.usage
+	res.Models = ex.models
 	if res.Stream {
 		switch {
 		case !ex.firstText.IsZero():

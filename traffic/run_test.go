@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"reflect"
 	"slices"
@@ -797,4 +799,65 @@ func TestFirstIndexContinuesAPlansPrompts(t *testing.T) {
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "plan.FirstIndex must be >= 0") {
 		t.Errorf("Validate with FirstIndex -1: %v", err)
 	}
+}
+
+func TestModelsEndpointIsListModelsGET(t *testing.T) {
+	var mu sync.Mutex
+	var seen []*http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, r)
+		mu.Unlock()
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/models" || len(body) > 0 {
+			http.Error(w, fmt.Sprintf("%s %s with %d bytes", r.Method, r.URL.Path, len(body)), http.StatusBadRequest)
+			return
+		}
+		// sgl-model-gateway's answer: a JSON list sent as text/plain.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"m1","object":"model","owned_by":"local"},{"id":"m2","owned_by":"local"}]}`)
+	}))
+	defer srv.Close()
+	p := Plan{BaseURL: srv.URL, Endpoint: EndpointModels, Requests: 3, NewConnectionPerRequest: true, APIKey: "k",
+		CaptureHeaders: []string{"Content-Type"}}
+	rep := mustRun(t, p)
+	for _, r := range rep.Results {
+		wantClass(t, r, ClassOK)
+		want := []Model{{ID: "m1", OwnedBy: "local"}, {ID: "m2", OwnedBy: "local"}}
+		if r.Status != http.StatusOK || !slices.Equal(r.Models, want) || r.ResponseHeaders["content-type"] != "text/plain; charset=utf-8" {
+			t.Errorf("request %d: status %d models %v headers %v", r.Index, r.Status, r.Models, r.ResponseHeaders)
+		}
+		if r.Latency <= 0 {
+			t.Errorf("request %d: latency %v", r.Index, r.Latency)
+		}
+	}
+	for _, r := range seen {
+		if r.Header.Get("Accept") != "application/json" || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Authorization") != "Bearer k" {
+			t.Errorf("headers %v, want go-openai's", r.Header)
+		}
+	}
+	if rep.Summary.OK != 3 {
+		t.Errorf("summary %+v", rep.Summary)
+	}
+}
+
+func TestModelsEndpointClassifiesLikeTheOtherCalls(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Case") == "malformed" {
+			fmt.Fprint(w, `{"data": [`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"error":{"message":"no such route","type":"NotFound","code":404}}`)
+	}))
+	defer srv.Close()
+	p := Plan{BaseURL: srv.URL, Endpoint: EndpointModels, Requests: 1}
+	r := mustRun(t, p).Results[0]
+	wantClass(t, r, ClassHTTP4xx)
+	if r.Status != http.StatusNotFound || r.ErrorMessage != "no such route" || r.Models != nil {
+		t.Errorf("status %d message %q models %v", r.Status, r.ErrorMessage, r.Models)
+	}
+	p.Headers = map[string]string{"X-Case": "malformed"}
+	wantClass(t, mustRun(t, p).Results[0], ClassMalformedBody)
 }

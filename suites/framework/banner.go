@@ -2,8 +2,6 @@ package framework
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,7 +10,6 @@ import (
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
-	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 )
 
@@ -38,30 +35,20 @@ func (in Spec) RecordBanner(expected string, b routerlog.Banner) {
 }
 
 // Banner is an expect.yaml banner, written "policy: <the policy's Debug
-// form as the router prints it>". It checks its form when a row is read.
+// form as the router prints it>" (assertions.DocumentedPolicy). It checks
+// its form when a row is read.
 type Banner string
 
 // Check implements yamlbind.Checker.
 func (b Banner) Check() []string {
-	if _, err := b.policy(); err != nil {
+	if _, err := assertions.DocumentedPolicy(string(b)); err != nil {
 		return []string{err.Error()}
 	}
 	return nil
 }
 
-// policy is the Debug form HaveStartedWithPolicy takes.
-func (b Banner) policy() (string, error) {
-	policy, ok := strings.CutPrefix(string(b), "policy: ")
-	if !ok {
-		return "", fmt.Errorf("banner %q must be written \"policy: <the policy as the router prints it>\"", string(b))
-	}
-	return policy, nil
-}
-
 // ExpectBanner asserts the banner shows the documented policy.
 func ExpectBanner(b routerlog.Banner, documented Banner) {
 	GinkgoHelper()
-	policy, err := documented.policy()
-	Expect(err).NotTo(HaveOccurred(), fixtures.ExpectPath)
-	Expect(b).To(assertions.HaveStartedWithPolicy(policy), "the router's startup banner")
+	Expect(b).To(assertions.HaveStartedWithBanner(string(documented)), "the router's startup banner")
 }

@@ -160,6 +160,11 @@ type Registry struct {
 	once   sync.Once
 	file   *fixtures.ExpectFile
 	errs   []string
+
+	// invalid is what CheckInput found wrong with the inputs built with
+	// the tree.
+	invalidMu sync.Mutex
+	invalid   []string
 }
 
 // registered is a Claim whatever its row type.
@@ -302,6 +307,26 @@ func (r *Registry) Check() error {
 	return nil
 }
 
+// noteInvalid keeps what CheckInput found wrong with an input built with
+// the tree.
+func (r *Registry) noteInvalid(err error) {
+	r.invalidMu.Lock()
+	defer r.invalidMu.Unlock()
+	r.invalid = append(r.invalid, err.Error())
+}
+
+// CheckInputs reports what CheckInput found wrong with the spec inputs
+// built with the tree (Describe), one line each: the suite's setup fails
+// with it before any spec runs.
+func (r *Registry) CheckInputs() error {
+	r.invalidMu.Lock()
+	defer r.invalidMu.Unlock()
+	if len(r.invalid) > 0 {
+		return fmt.Errorf("%s", strings.Join(r.invalid, "\n"))
+	}
+	return nil
+}
+
 // ordered are the registered claims in expect.yaml's order (the report's),
 // those expect.yaml lacks last.
 func (r *Registry) ordered() []registered {
@@ -385,13 +410,21 @@ func policyLabel(args []string, p api.Pair) string {
 }
 
 // describeClaim defines a claim's container for pair p holding the cases
-// of uses; deployment gives each spec the deployment of its case.
-func describeClaim(c registered, p api.Pair, uses []Use, target func() Target, deployment func(Use) *PairDeployment) {
+// of uses; deployment gives each spec the deployment of its case. The
+// inputs are built here, while the tree is, all but the Target, which is
+// read when a spec starts; what CheckInput finds wrong with one goes to
+// the registry (CheckInputs).
+func (r *Registry) describeClaim(c registered, p api.Pair, uses []Use, target func() Target, deployment func(Use) *PairDeployment) {
 	Describe(c.info().Title, Label(labels(c, p)...), func() {
 		for _, u := range uses {
 			spec := func() {
+				base := Spec{Claim: u.Claim.Name, Pair: p, Case: u.Case, Deployment: deployment(u), invalid: r.noteInvalid}
 				c.describe(p, u.Case, func() Spec {
-					return Spec{Target: target(), Claim: u.Claim.Name, Pair: p, Case: u.Case, Deployment: deployment(u)}
+					// A deployment of the spec's own is a fresh one each
+					// time the spec starts (deployment gives the same kind).
+					in := base
+					in.Target, in.Deployment = target(), deployment(u)
+					return in
 				})
 			}
 			if u.Case.Name == "" {

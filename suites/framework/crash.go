@@ -125,7 +125,7 @@ func (r Refusal) Words() string {
 // tripped) it creates one with them, deleted when End runs or the spec ends.
 func (in Spec) Refuse(ctx context.Context, logged func(log string) error) Refusal {
 	GinkgoHelper()
-	Expect(in.Deployment).NotTo(BeNil(), "invalid argument: input.Deployment is nil, and case %q of %s needs one", in.Case.Name, in.Claim)
+	in.needsDeployment()
 	args := in.Case.Deployment.RouterArgs
 	d := in.Deployment
 	if !d.perSpec && editGuardTripped(in.Target) {

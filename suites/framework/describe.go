@@ -62,7 +62,7 @@ func (r *Registry) describePair(pp PairPlan, target func() Target) {
 			for j < len(uses) && uses[j].Claim.Name == uses[i].Claim.Name {
 				j++
 			}
-			describeClaim(byName[uses[i].Claim.Name], pp.Pair, uses[i:j], target, deployment)
+			r.describeClaim(byName[uses[i].Claim.Name], pp.Pair, uses[i:j], target, deployment)
 			i = j
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/gpustack/routing-conformance/assertions"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/fixtures"
@@ -131,15 +132,8 @@ func (h *Holds) ExpectInFlight(ctx context.Context) map[string]int {
 		if got, err = h.inFlight(ctx); err != nil {
 			return err
 		}
-		for r, n := range h.want {
-			if got[r] != n {
-				return fmt.Errorf("the router's %s reads %v, want %v", h.gauge.Name, got, h.want)
-			}
-		}
-		for r, n := range got {
-			if n != h.want[r] {
-				return fmt.Errorf("the router's %s reads %v, want %v", h.gauge.Name, got, h.want)
-			}
+		if err := assertions.CheckInFlight(h.gauge.Name, got, h.want); err != nil {
+			return err
 		}
 		return h.failed()
 	}).Should(Succeed())

@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -19,6 +21,10 @@ import (
 // common part of its row and the deployment it runs against. Its methods
 // are the spec helpers; each waits with the claim's intervals and records
 // evidence under the claim and pair.
+//
+// The registry builds all of it but the Target while the tree is built,
+// and each spec function checks it then (CheckInput); the Target is the
+// suite's, set up before any spec runs and added when the spec starts.
 type Spec struct {
 	Target
 	// Claim is the claim's name: its interval keys and report entries.
@@ -37,26 +43,68 @@ type Spec struct {
 	Deployment *PairDeployment
 	// rowErr is why the row could not be read into the claim's type.
 	rowErr error
+	// invalid takes what CheckInput finds wrong: the registry's, which
+	// fails the suite's setup with it.
+	invalid func(error)
 }
 
 // Input is what a claim's spec function gets: the common part, and the
-// pair's row of expect.yaml read into the claim's row type. Each claim's
-// XSpecInput embeds it and adds the claim's own knobs.
+// pair's row of expect.yaml read into the claim's row type. A spec
+// function that needs nothing else takes it as it is; one with knobs of
+// its own takes an XSpecInput that embeds it and adds them.
 type Input[R any] struct {
 	Spec
 	// Expect is the claim's documented outcome for Pair.
 	Expect R
 }
 
-// Check fails the spec when it was handed an incomplete input.
-func (in Spec) Check(spec string) {
-	GinkgoHelper()
-	Expect(in.Config).NotTo(BeNil(), "invalid argument: input.Config can't be nil when calling %s", spec)
-	Expect(in.Cluster).NotTo(BeNil(), "invalid argument: input.Cluster can't be nil when calling %s", spec)
-	Expect(in.Claim).NotTo(BeEmpty(), "invalid argument: input.Claim can't be empty when calling %s", spec)
-	Expect(in.Pair.Router).NotTo(BeEmpty(), "invalid argument: input.Pair.Router can't be empty when calling %s", spec)
-	Expect(in.Pair.Engine).NotTo(BeEmpty(), "invalid argument: input.Pair.Engine can't be empty when calling %s", spec)
-	Expect(in.rowErr).NotTo(HaveOccurred(), "the claim's row of %s", fixtures.ExpectPath)
+// Check names what is wrong with the part of the input built with the
+// tree: the claim, the pair, the row and the case's deployment. The
+// Target is the suite's and not checked here.
+func (in Spec) Check() error {
+	switch {
+	case in.Claim == "":
+		return errors.New("input.Claim is empty")
+	case in.Pair.Router == "":
+		return errors.New("input.Pair.Router is empty")
+	case in.Pair.Engine == "":
+		return errors.New("input.Pair.Engine is empty")
+	case in.rowErr != nil:
+		return fmt.Errorf("input.Row, the claim's row of %s: %w", fixtures.ExpectPath, in.rowErr)
+	case in.Case.Deployment != nil && in.Deployment == nil:
+		return fmt.Errorf("input.Deployment is nil, and case %q needs one", in.Case.Name)
+	}
+	return nil
+}
+
+func (in Spec) spec() Spec { return in }
+
+// SpecInput is the input of a spec function: Input (or Spec) itself, or
+// an XSpecInput that embeds it, whose Check adds its own knobs' checks to
+// the embedded one's.
+type SpecInput interface {
+	Check() error
+	spec() Spec
+}
+
+// CheckInput is a spec function's first call, made while the tree is
+// built: it gets the input once (everything but the Target, which the
+// suite sets up before any spec runs) and checks it, so that an input the
+// spec cannot run with fails the suite's setup, naming the spec function
+// and the field, before any spec runs rather than inside one. An input
+// built outside the registry panics instead.
+func CheckInput[I SpecInput](spec string, input func() I) {
+	in := input()
+	err := in.Check()
+	if err == nil {
+		return
+	}
+	s := in.spec()
+	err = fmt.Errorf("invalid argument: %s for claim %q on %s: %w", spec, s.Claim, s.Pair, err)
+	if s.invalid == nil {
+		panic(err)
+	}
+	s.invalid(err)
 }
 
 // SkipIfNotApplicable skips the spec when the docs say the claim does not
@@ -68,12 +116,11 @@ func (in Spec) SkipIfNotApplicable() {
 	}
 }
 
-// Begin is the preamble of a spec that runs engines: the input is
-// complete, the claim applies to the pair and the target can run it (else
-// the spec skips, with the reason).
-func (in Spec) Begin(spec string) {
+// Begin is the preamble of a spec that runs engines: the claim applies to
+// the pair and the target can run it (else the spec skips, with the
+// reason). Its input was checked when the tree was built (CheckInput).
+func (in Spec) Begin() {
 	GinkgoHelper()
-	in.Check(spec)
 	in.SkipIfNotApplicable()
 	in.RequireRunnable(in.Pair)
 }
@@ -115,9 +162,16 @@ func (in Spec) Consistently(ctx context.Context, op string, f any) AsyncAssertio
 // (PairDeployment.Use), then waited for.
 func (in Spec) Ready(ctx context.Context) clusters.Deployment {
 	GinkgoHelper()
-	Expect(in.Deployment).NotTo(BeNil(), "invalid argument: input.Deployment is nil, and case %q of %s needs one", in.Case.Name, in.Claim)
-	Expect(in.Case.Deployment).NotTo(BeNil(), "invalid argument: case %q of %s names no deployment", in.Case.Name, in.Claim)
+	in.needsDeployment()
 	return in.Deployment.Ready(ctx, in.Target, in.Claim, in.Case.Deployment.RouterArgs)
+}
+
+// needsDeployment fails a spec that asks for its case's deployment when
+// the case has none: its spec function runs a case it was not written for.
+// (A case that names one has it: CheckInput saw to that.)
+func (in Spec) needsDeployment() {
+	GinkgoHelper()
+	Expect(in.Case.Deployment).NotTo(BeNil(), "case %q of %s names no deployment, and the spec needs one", in.Case.Name, in.Claim)
 }
 
 // Record attaches the spec's verdict line: what the docs say beside what

@@ -85,34 +85,11 @@ func (in Spec) RecordSplit(title string, s split.Split, rs []clusters.Replica, s
 }
 
 // ExpectShape asserts a split of sent requests against its documented or
-// derived shape; a recorded shape asserts only that the split accounts for
-// every request.
+// derived shape (assertions.HaveShape); a recorded shape asserts only that
+// the split accounts for every request.
 func ExpectShape(s split.Split, shape fixtures.Split, sent int) {
 	GinkgoHelper()
-	Expect(s).To(assertions.HaveTotal(sent))
-	switch shape.Shape {
-	case fixtures.ShapeOneReplica:
-		Expect(s).To(assertions.BeAllOnOneReplica(), "documented: all on one replica (%s)", shape.Documented)
-	case fixtures.ShapeEven:
-		want := shape.Expected(sent, len(s.Replicas))
-		Expect(want).NotTo(BeNil(), "%d requests do not divide evenly over %d replicas; set traffic.requests to a multiple", sent, len(s.Replicas))
-		Expect(s).To(assertions.HaveCounts(want...), "documented: %s", shape.Documented)
-	case fixtures.ShapeBinomial:
-		lo, hi, ok := shape.Bounds(sent, len(s.Replicas))
-		Expect(ok).To(BeTrue(), "a binomial bound needs at least 2 replicas")
-		Expect(s).To(assertions.HaveEachCountWithin(lo, hi, binomialWords(shape, sent, len(s.Replicas))))
-	case fixtures.ShapeSpread:
-		Expect(s).To(assertions.UseEveryReplica(), "derived: %s", shape.Documented)
-	case fixtures.ShapeRecorded:
-		// Documented as measured, not as a shape: recorded in the report only.
-	default:
-		Fail("unknown split shape " + shape.Shape)
-	}
-}
-
-// binomialWords is a binomial bound's derivation.
-func binomialWords(shape fixtures.Split, sent, replicas int) string {
-	return fmt.Sprintf("Bin(%d, 1/%d), the smallest interval with both tails under %v", sent, replicas, (1-shape.Confidence)/2)
+	Expect(s).To(assertions.HaveShape(shape, sent))
 }
 
 // ShapeWords describes a documented or derived shape for the report.

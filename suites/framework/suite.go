@@ -44,9 +44,11 @@ func (r *Registry) Suite() bool {
 	var suite Target
 
 	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
-		// Process 1: check the registry, the config and E2E_ISOLATE before
-		// any spec runs, then create what is created once per run.
+		// Process 1: check the registry, the spec inputs, the config and
+		// E2E_ISOLATE before any spec runs, then create what is created
+		// once per run.
 		Expect(r.Check()).To(Succeed(), "the claim registry and %s disagree", "fixtures/expect.yaml")
+		Expect(r.CheckInputs()).To(Succeed(), "the spec inputs built with the tree")
 		_, err := Isolated()
 		Expect(err).NotTo(HaveOccurred())
 		cfg := r.mustLoadConfig()

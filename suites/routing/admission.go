@@ -76,15 +76,8 @@ var _ = framework.Add(Registry, framework.Claim[AdmissionRow]{
 		}
 		return []framework.Case{{Deployment: framework.Shared(r.Admission.Admitted[0])}}
 	},
-	Specs: func(input func() framework.Input[AdmissionRow]) {
-		AdmissionSpec(func() AdmissionSpecInput { return AdmissionSpecInput{Input: input()} })
-	},
+	Specs: AdmissionSpec,
 })
-
-// AdmissionSpecInput is the input of AdmissionSpec.
-type AdmissionSpecInput struct {
-	framework.Input[AdmissionRow]
-}
 
 // AdmissionSpec: every router flag the operator sets itself is refused at
 // creation, as `--flag value` and as `--flag=value`, with a message naming
@@ -94,14 +87,14 @@ type AdmissionSpecInput struct {
 // admitted args are brought onto input.Deployment, the pair's shared
 // deployment: by its creation, or by an edit of spec.router.extraArgs, which
 // the webhook admits or refuses as it does a create.
-func AdmissionSpec(input func() AdmissionSpecInput) {
+func AdmissionSpec(input func() framework.Input[AdmissionRow]) {
+	framework.CheckInput("AdmissionSpec", input)
 	var (
-		in  AdmissionSpecInput
+		in  framework.Input[AdmissionRow]
 		adm Admission
 	)
 	BeforeEach(func() {
 		in = input()
-		in.Check("AdmissionSpec")
 		in.SkipIfNotApplicable()
 		adm = in.Expect.Admission
 		in.RequireConfigured(in.Pair)

@@ -45,15 +45,19 @@ type AffinitySpecInput struct {
 	Requests int
 }
 
+// Check implements framework.SpecInput.
+func (in AffinitySpecInput) Check() error { return checkRequests(in.Spec, in.Requests) }
+
 // AffinitySpec: serial chats sharing a ~500-character prefix, each with a
 // question of its own, streaming and non-streaming in turn, under the
 // default policy. No request fails, and the split measured by engine
 // counter deltas per replica has the documented shape.
 func AffinitySpec(input func() AffinitySpecInput) {
+	framework.CheckInput("AffinitySpec", input)
 	var in AffinitySpecInput
 	BeforeEach(func() {
 		in = input()
-		in.Begin("AffinitySpec")
+		in.Begin()
 		in.Requests = in.RequestsOr(in.Requests)
 	})
 

@@ -38,7 +38,7 @@ var _ = framework.Add(Registry, framework.Claim[BadPolicyRow]{
 	Specs: func(input func() framework.Input[BadPolicyRow]) {
 		BadPolicySpec(func() BadPolicySpecInput {
 			in := input()
-			return BadPolicySpecInput{Spec: in.Spec, BadPolicy: in.Expect.BadPolicy}
+			return BadPolicySpecInput{Spec: in.Spec, BadPolicy: in.Expect.BadPolicy, Value: in.Expect.BadPolicy.value(in.Case.Name)}
 		})
 	},
 })
@@ -133,6 +133,18 @@ type BadPolicySpecInput struct {
 	framework.Spec
 	// BadPolicy is the row's refusal; the case names the value to refuse.
 	BadPolicy BadPolicy
+	// Value is the bad value of BadPolicy the case runs.
+	Value *BadValue
+}
+
+// Check implements framework.SpecInput.
+func (in BadPolicySpecInput) Check() error {
+	return checkCase(in.Spec, "Value", "badPolicy.values", in.Value)
+}
+
+// value is the bad value the case named name runs, nil when none is.
+func (b BadPolicy) value(name string) *BadValue {
+	return caseOf(name, b.Values, BadValue.caseName)
 }
 
 // BadPolicySpec: a policy value the router does not accept passes
@@ -146,16 +158,15 @@ type BadPolicySpecInput struct {
 // never Ready; it is deleted as soon as that is confirmed. badpolicy runs it
 // for --policy, pdbadpolicy for the per-pool flags.
 func BadPolicySpec(input func() BadPolicySpecInput) {
+	framework.CheckInput("BadPolicySpec", input)
 	var (
 		in  BadPolicySpecInput
 		bad BadValue
 	)
 	BeforeEach(func() {
 		in = input()
-		in.Begin("BadPolicySpec")
-		i := slices.IndexFunc(in.BadPolicy.Values, func(v BadValue) bool { return v.caseName() == in.Case.Name })
-		Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a documented bad value of %s", in.Case.Name, in.Pair)
-		bad = in.BadPolicy.Values[i]
+		in.Begin()
+		bad = *in.Value
 	})
 
 	It("stops the router at startup with clap's error and exit code 2, and the router never becomes Ready", func(ctx SpecContext) {

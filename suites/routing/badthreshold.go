@@ -67,13 +67,23 @@ var _ = framework.Add(Registry, framework.Claim[BadThresholdRow]{
 		return out
 	},
 	Specs: func(input func() framework.Input[BadThresholdRow]) {
-		BadThresholdSpec(func() BadThresholdSpecInput { return BadThresholdSpecInput{Input: input()} })
+		BadThresholdSpec(func() BadThresholdSpecInput {
+			in := input()
+			return BadThresholdSpecInput{Input: in, Bad: caseOf(in.Case.Name, in.Expect.BadThresholds, func(b BadThreshold) string { return b.Arg })}
+		})
 	},
 })
 
 // BadThresholdSpecInput is the input of BadThresholdSpec.
 type BadThresholdSpecInput struct {
 	framework.Input[BadThresholdRow]
+	// Bad is the row's bad value the case runs (its arg names the case).
+	Bad *BadThreshold
+}
+
+// Check implements framework.SpecInput.
+func (in BadThresholdSpecInput) Check() error {
+	return checkCase(in.Spec, "Bad", "badThresholds", in.Bad)
 }
 
 // BadThresholdSpec: a threshold value the router refuses stops it at
@@ -86,14 +96,15 @@ type BadThresholdSpecInput struct {
 // is confirmed (created with it under E2E_ISOLATE=1: RouterReady False,
 // never Ready, deleted at once).
 func BadThresholdSpec(input func() BadThresholdSpecInput) {
+	framework.CheckInput("BadThresholdSpec", input)
 	var (
 		in  BadThresholdSpecInput
 		bad BadThreshold
 	)
 	BeforeEach(func() {
 		in = input()
-		in.Begin("BadThresholdSpec")
-		bad = findCase(in.Spec, in.Expect.BadThresholds, func(b BadThreshold) string { return b.Arg })
+		in.Begin()
+		bad = *in.Bad
 	})
 
 	It("stops the router at startup with the derived error and exit code, and the router never becomes Ready", func(ctx SpecContext) {

@@ -72,6 +72,19 @@ type ConcurrencySpecInput struct {
 	Requests int
 }
 
+// Check implements framework.SpecInput.
+func (in ConcurrencySpecInput) Check() error {
+	if err := checkRequests(in.Spec, in.Requests); err != nil {
+		return err
+	}
+	for i, c := range in.Levels {
+		if c < 1 {
+			return fmt.Errorf("input.Levels[%d] must be at least 1 (got %d)", i, c)
+		}
+	}
+	return nil
+}
+
 // ConcurrencySpec: the affinity traffic (chats sharing the configured
 // prefix, streaming and not in turn) at each concurrency level, after one
 // warm-up request of the level's prompts sent alone (so that no concurrent
@@ -81,10 +94,11 @@ type ConcurrencySpecInput struct {
 // and latency and TTFT percentiles are recorded as one sweep. Latencies are
 // evidence, never asserted (performance claims are benchmarks).
 func ConcurrencySpec(input func() ConcurrencySpecInput) {
+	framework.CheckInput("ConcurrencySpec", input)
 	var in ConcurrencySpecInput
 	BeforeEach(func() {
 		in = input()
-		in.Begin("ConcurrencySpec")
+		in.Begin()
 		if in.Levels == nil {
 			in.Levels = in.Config.Traffic.Concurrency
 		}

@@ -64,27 +64,21 @@ var _ = framework.Add(Registry, framework.Claim[DefaultsRow]{
 		"effective-configuration log line score prefix-cache 3, queue 2, kv-cache-utilization 2",
 	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Specs: func(input func() framework.Input[DefaultsRow]) {
-		DefaultsSpec(func() DefaultsSpecInput { return DefaultsSpecInput{Input: input()} })
-	},
+	Specs:       DefaultsSpec,
 })
-
-// DefaultsSpecInput is the input of DefaultsSpec.
-type DefaultsSpecInput struct {
-	framework.Input[DefaultsRow]
-}
 
 // DefaultsSpec: with no policy flag each argv router logs the CacheAware
 // banner with the documented thresholds; llm-d-router's effective
 // EndpointPickerConfig carries the 3/2/2 scorer weights.
-func DefaultsSpec(input func() DefaultsSpecInput) {
+func DefaultsSpec(input func() framework.Input[DefaultsRow]) {
+	framework.CheckInput("DefaultsSpec", input)
 	var (
-		in  DefaultsSpecInput
+		in  framework.Input[DefaultsRow]
 		dep clusters.Deployment
 	)
 	BeforeEach(func(ctx SpecContext) {
 		in = input()
-		in.Begin("DefaultsSpec")
+		in.Begin()
 		dep = in.Ready(ctx)
 	})
 

@@ -9,6 +9,7 @@ package routing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -89,6 +90,14 @@ type FaultSpecInput struct {
 	Inject Injection
 }
 
+// Check implements framework.SpecInput.
+func (in FaultSpecInput) Check() error {
+	if in.Inject == nil {
+		return errors.New("input.Inject is nil: the claim injects no fault")
+	}
+	return in.Input.Check()
+}
+
 // faultRun is what one fault spec knows while it runs.
 type faultRun struct {
 	in      FaultSpecInput
@@ -101,11 +110,11 @@ type faultRun struct {
 // FaultSpec injects the claim's fault into its deployment under
 // background traffic and asserts what the row states.
 func FaultSpec(input func() FaultSpecInput) {
+	framework.CheckInput("FaultSpec", input)
 	var in FaultSpecInput
 	BeforeEach(func() {
 		in = input()
-		in.Begin("FaultSpec")
-		Expect(in.Inject).NotTo(BeNil(), "invalid argument: input.Inject can't be nil when calling FaultSpec")
+		in.Begin()
 	})
 
 	It("keeps failed requests within the stated bound and is whole again within its interval", func(ctx SpecContext) {

@@ -33,26 +33,20 @@ var _ = framework.Add(Registry, framework.Claim[MetricsRow]{
 		"the replicas' addresses",
 	Labels:      []string{framework.LabelNeedsGPU},
 	PolicyLabel: true,
-	Specs: func(input func() framework.Input[MetricsRow]) {
-		PerWorkerMetricsSpec(func() PerWorkerMetricsSpecInput { return PerWorkerMetricsSpecInput{Input: input()} })
-	},
+	Specs:       PerWorkerMetricsSpec,
 })
-
-// PerWorkerMetricsSpecInput is the input of PerWorkerMetricsSpec.
-type PerWorkerMetricsSpecInput struct {
-	framework.Input[MetricsRow]
-}
 
 // PerWorkerMetricsSpec: after traffic, each router's documented per-worker
 // series exist and their worker labels name exactly the replicas' addresses
 // (http://<podIP>:<port>; llm-d: <pod>-rank-0). Series that only move under
 // load (sglang-gateway's in-flight gauge) get concurrent traffic, sent again
 // on every poll until each replica has carried some.
-func PerWorkerMetricsSpec(input func() PerWorkerMetricsSpecInput) {
-	var in PerWorkerMetricsSpecInput
+func PerWorkerMetricsSpec(input func() framework.Input[MetricsRow]) {
+	framework.CheckInput("PerWorkerMetricsSpec", input)
+	var in framework.Input[MetricsRow]
 	BeforeEach(func() {
 		in = input()
-		in.Begin("PerWorkerMetricsSpec")
+		in.Begin()
 	})
 
 	It("exports the documented per-worker series naming every replica", func(ctx SpecContext) {

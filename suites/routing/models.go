@@ -1,32 +1,30 @@
 package routing
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/gpustack/routing-conformance/assertions"
-	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/suites/framework"
+	"github.com/gpustack/routing-conformance/traffic"
 )
 
 // ClaimModels: GET /v1/models through the router Service, what every
 // OpenAI client asks first, answers with the served model name on every
 // pair, however the router builds the answer: vllm-router relays its first
 // worker's, sglang-gateway lists its registry, llm-d-router's picker sends
-// the bodiless GET to a random engine. The spec asks through an OpenAI
-// client (go-openai's ListModels), each time on a new connection, and
-// asserts every answer: status 200, exactly the served model listed, and
-// who built it (owned_by) with the content type it came with.
+// the bodiless GET to a random engine. The spec asks as an OpenAI client
+// does, through the traffic driver (the GET go-openai's ListModels sends,
+// its answer read into go-openai's ModelsList), each time on a new
+// connection, and asserts every answer: status 200, exactly the served
+// model listed, and who built it (owned_by) with the content type it came
+// with.
 const ClaimModels = "models"
 
 // ModelsRow is what models' rows state.
@@ -60,25 +58,20 @@ var _ = framework.Add(Registry, framework.Claim[ModelsRow]{
 	PolicyLabel: true,
 	// The default deployment: a GET of the model list changes no routing
 	// state, and no other claim's outcome depends on one.
-	Specs: func(input func() framework.Input[ModelsRow]) {
-		ModelsSpec(func() ModelsSpecInput { return ModelsSpecInput{Input: input()} })
-	},
+	Specs: ModelsSpec,
 })
 
-// ModelsSpecInput is the input of ModelsSpec.
-type ModelsSpecInput struct {
-	framework.Input[ModelsRow]
-}
-
 // ModelsSpec: the row's GETs of /v1/models through the router Service,
-// each by go-openai's ListModels on a new connection; every answer is 200
+// sent by the traffic driver (EndpointModels: go-openai's ListModels GET),
+// within models/traffic, each on a new connection; every answer is 200
 // with exactly the served model (model.name) listed, owned_by and
 // Content-Type as the row states.
-func ModelsSpec(input func() ModelsSpecInput) {
-	var in ModelsSpecInput
+func ModelsSpec(input func() framework.Input[ModelsRow]) {
+	framework.CheckInput("ModelsSpec", input)
+	var in framework.Input[ModelsRow]
 	BeforeEach(func() {
 		in = input()
-		in.Begin("ModelsSpec")
+		in.Begin()
 	})
 
 	It("lists the served model through the router Service, as an OpenAI client asks", func(ctx SpecContext) {
@@ -87,14 +80,12 @@ func ModelsSpec(input func() ModelsSpecInput) {
 		Expect(err).NotTo(HaveOccurred())
 		n := in.Expect.Requests
 		By(fmt.Sprintf("listing the models %d times through %s, a new connection each", n, base))
-		tctx, cancel := context.WithTimeout(ctx, in.Interval(config.OpTraffic).Timeout.D())
-		defer cancel()
-		var answers []assertions.Answer
+		rep, err := in.RunTraffic(ctx, traffic.Plan{BaseURL: base, Endpoint: traffic.EndpointModels, Requests: n,
+			NewConnectionPerRequest: true, RequestTimeout: in.Config.Traffic.RequestTimeout.D(), CaptureHeaders: []string{"Content-Type"}})
+		Expect(rep).NotTo(BeNil(), "listing the models: %v", err)
+		answers := modelAnswers(rep.Results)
 		seen := map[string]int{}
-		for i := range n {
-			a := listModels(tctx, base, in.Config.Traffic.RequestTimeout.D())
-			a.Request = fmt.Sprintf("GET /v1/models #%d", i+1)
-			answers = append(answers, a)
+		for _, a := range answers {
 			seen[fmt.Sprintf("%d %s", a.Status, fieldWords(a.Fields))]++
 		}
 		var measured []string
@@ -102,43 +93,37 @@ func ModelsSpec(input func() ModelsSpecInput) {
 			measured = append(measured, fmt.Sprintf("%d× %s", seen[k], k))
 		}
 		in.Record(in.Row.Summary, strings.Join(measured, "; "))
+		Expect(err).NotTo(HaveOccurred())
 		Expect(answers).To(assertions.HaveAllAnswered(http.StatusOK, map[string]string{
 			"data[].id": in.Config.Model.Name, "data[].owned_by": in.Expect.OwnedBy, "content-type": in.Expect.ContentType,
 		}), "GET /v1/models through the router Service")
 	})
 }
 
-// listModels asks base for its models as an OpenAI client does, on a
-// connection of its own.
-func listModels(ctx context.Context, base string, timeout time.Duration) assertions.Answer {
-	cfg := openai.DefaultConfig("")
-	cfg.BaseURL = base
-	cfg.HTTPClient = &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
-	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
-	a := assertions.Answer{Status: http.StatusOK, Fields: map[string]string{}}
-	if err != nil {
-		var apiErr *openai.APIError
-		var reqErr *openai.RequestError
-		switch {
-		case errors.As(err, &apiErr):
-			a.Status = apiErr.HTTPStatusCode
-		case errors.As(err, &reqErr):
-			a.Status = reqErr.HTTPStatusCode
-		default:
-			a.Status = 0
+// modelAnswers are the model lists the traffic driver read, as the
+// answers the claim judges: the listed ids, their owners (each once, in
+// order) and the Content-Type; a request that failed carries its class
+// and error instead.
+func modelAnswers(results []traffic.Result) []assertions.Answer {
+	var out []assertions.Answer
+	for _, r := range results {
+		a := assertions.Answer{Request: fmt.Sprintf("GET /v1/models #%d", r.Index+1), Status: r.Status, Fields: map[string]string{}}
+		if r.Class != traffic.ClassOK {
+			a.Fields["error"] = fmt.Sprintf("%s: %s", r.Class, r.Error)
+			out = append(out, a)
+			continue
 		}
-		a.Fields["error"] = err.Error()
-		return a
+		var ids, owners []string
+		for _, m := range r.Models {
+			ids = append(ids, m.ID)
+			owners = append(owners, m.OwnedBy)
+		}
+		a.Fields["data[].id"] = strings.Join(ids, ",")
+		a.Fields["data[].owned_by"] = strings.Join(slices.Compact(owners), ",")
+		a.Fields["content-type"] = r.ResponseHeaders["content-type"]
+		out = append(out, a)
 	}
-	var ids, owners []string
-	for _, m := range list.Models {
-		ids = append(ids, m.ID)
-		owners = append(owners, m.OwnedBy)
-	}
-	a.Fields["data[].id"] = strings.Join(ids, ",")
-	a.Fields["data[].owned_by"] = strings.Join(slices.Compact(owners), ",")
-	a.Fields["content-type"] = list.Header().Get("Content-Type")
-	return a
+	return out
 }
 
 // fieldWords is an answer's fields as key=value, in key order.

@@ -110,10 +110,11 @@ func poolOf(pool string, prefill, decode []clusters.Replica) []clusters.Replica 
 // counters account for every request) and split per pool as documented;
 // the router's series rise (or exist) as documented, per pool.
 func pdTrafficSpec(spec, text string, input func() framework.Input[PDTrafficRow]) {
+	framework.CheckInput(spec, input)
 	var in framework.Input[PDTrafficRow]
 	BeforeEach(func() {
 		in = input()
-		in.Begin(spec)
+		in.Begin()
 	})
 
 	It(text, func(ctx SpecContext) {

@@ -34,7 +34,7 @@ var _ = framework.Add(Registry, framework.Claim[PDBadPolicyRow]{
 	Specs: func(input func() framework.Input[PDBadPolicyRow]) {
 		BadPolicySpec(func() BadPolicySpecInput {
 			in := input()
-			return BadPolicySpecInput{Spec: in.Spec, BadPolicy: in.Expect.BadPolicy}
+			return BadPolicySpecInput{Spec: in.Spec, BadPolicy: in.Expect.BadPolicy, Value: in.Expect.BadPolicy.value(in.Case.Name)}
 		})
 	},
 })

@@ -81,10 +81,11 @@ var _ = framework.Add(Registry, framework.Claim[PDDecisionRow]{
 // decision counts in llm_d_epp_disagg_decision_total{decision_type}
 // (docs/llmd.md#disaggregated-prefill-and-decode, docs/operator.md#llm-d-scoring-configuration).
 func PDDecisionSpec(input func() framework.Input[PDDecisionRow]) {
+	framework.CheckInput("PDDecisionSpec", input)
 	var in framework.Input[PDDecisionRow]
 	BeforeEach(func() {
 		in = input()
-		in.Begin("PDDecisionSpec")
+		in.Begin()
 	})
 
 	It("serves a short prompt on the decode endpoint alone and splits a long one", func(ctx SpecContext) {

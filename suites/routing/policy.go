@@ -119,6 +119,9 @@ type PolicySpecInput struct {
 	Requests int
 }
 
+// Check implements framework.SpecInput.
+func (in PolicySpecInput) Check() error { return checkRequests(in.Spec, in.Requests) }
+
 // policyClaim is the registry row of a claim about one --policy on the
 // router's argv: its case runs on the pair's shared deployment with the
 // row's routerArgs (edited in when they differ), and PolicySpec runs what
@@ -144,10 +147,11 @@ func policyClaim(name, title, asserts string) framework.Claim[PolicyRow] {
 // refused with the derived status, code and counter while no engine sees
 // any. The router's own pick counters rise by the requests sent.
 func PolicySpec(input func() PolicySpecInput) {
+	framework.CheckInput("PolicySpec", input)
 	var in PolicySpecInput
 	BeforeEach(func() {
 		in = input()
-		in.Begin("PolicySpec")
+		in.Begin()
 		in.Requests = in.RequestsOr(in.Requests)
 	})
 

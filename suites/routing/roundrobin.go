@@ -44,15 +44,19 @@ type RoundRobinSpecInput struct {
 	Requests int
 }
 
+// Check implements framework.SpecInput.
+func (in RoundRobinSpecInput) Check() error { return checkRequests(in.Spec, in.Requests) }
+
 // RoundRobinSpec: --policy round_robin on the router's argv. The banner reads
 // policy: RoundRobin; N serial requests split N/replicas each by engine
 // counts; the router's own counters rise as documented (vllm-router's
 // policy decisions per worker, sglang-gateway's selections in all).
 func RoundRobinSpec(input func() RoundRobinSpecInput) {
+	framework.CheckInput("RoundRobinSpec", input)
 	var in RoundRobinSpecInput
 	BeforeEach(func() {
 		in = input()
-		in.Begin("RoundRobinSpec")
+		in.Begin()
 		in.Requests = in.RequestsOr(in.Requests)
 		Expect(in.Expect.Split.Expected(in.Requests, int(in.Config.Replicas))).NotTo(BeNil(),
 			"%d requests do not divide evenly over %d replicas; set traffic.requests (or E2E_REQUESTS) to a multiple", in.Requests, in.Config.Replicas)

@@ -73,6 +73,9 @@ type RouterReplicasSpecInput struct {
 	Requests int
 }
 
+// Check implements framework.SpecInput.
+func (in RouterReplicasSpecInput) Check() error { return checkRequests(in.Spec, in.Requests) }
+
 // spreadSigmas is how far from an even share a router Pod's count may be:
 // connections spread uniformly at random (kube-proxy), so a Pod's count is
 // binomial; 5 standard deviations fail a correct run about once in 1.7
@@ -89,10 +92,11 @@ const spreadSigmas = 5
 // prefix on one replica, that each router Pod still does so for its own
 // requests, so the engine split is made of whole router Pods' counts.
 func RouterReplicasSpec(input func() RouterReplicasSpecInput) {
+	framework.CheckInput("RouterReplicasSpec", input)
 	var in RouterReplicasSpecInput
 	BeforeEach(func() {
 		in = input()
-		in.Begin("RouterReplicasSpec")
+		in.Begin()
 		in.Requests = in.RequestsOr(in.Requests)
 	})
 

@@ -124,7 +124,10 @@ var _ = framework.Add(Registry, framework.Claim[RoutingTextRow]{
 		return out
 	},
 	Specs: func(input func() framework.Input[RoutingTextRow]) {
-		RoutingTextSpec(func() RoutingTextSpecInput { return RoutingTextSpecInput{Input: input()} })
+		RoutingTextSpec(func() RoutingTextSpecInput {
+			in := input()
+			return RoutingTextSpecInput{Input: in, Routing: caseOf(in.Case.Name, in.Expect.RoutingText, func(c RoutingCase) string { return c.Name })}
+		})
 	},
 })
 
@@ -133,6 +136,16 @@ type RoutingTextSpecInput struct {
 	framework.Input[RoutingTextRow]
 	// Requests is the number of serial requests per key (default 20).
 	Requests int
+	// Routing is the row's case the spec runs.
+	Routing *RoutingCase
+}
+
+// Check implements framework.SpecInput.
+func (in RoutingTextSpecInput) Check() error {
+	if err := checkRequests(in.Spec, in.Requests); err != nil {
+		return err
+	}
+	return checkCase(in.Spec, "Routing", "routingText", in.Routing)
 }
 
 // RoutingTextSpec runs one routing-text case. With two keys A and B: A's
@@ -143,14 +156,15 @@ type RoutingTextSpecInput struct {
 // one-replica, all on A's. Unrelated serial chats: all on one replica.
 // Every split is an engine counter delta over the requests it names.
 func RoutingTextSpec(input func() RoutingTextSpecInput) {
+	framework.CheckInput("RoutingTextSpec", input)
 	var (
 		in RoutingTextSpecInput
 		rc RoutingCase
 	)
 	BeforeEach(func() {
 		in = input()
-		in.Begin("RoutingTextSpec")
-		rc = findCase(in.Spec, in.Expect.RoutingText, func(c RoutingCase) string { return c.Name })
+		in.Begin()
+		rc = *in.Routing
 		if in.Requests == 0 {
 			in.Requests = 20
 		}
@@ -247,13 +261,40 @@ func newHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// findCase is the case of cases named in.Case.Name, failing the spec (an
-// invalid input) when there is none.
-func findCase[T any](in framework.Spec, cases []T, nameOf func(T) string) T {
-	GinkgoHelper()
-	i := slices.IndexFunc(cases, func(c T) bool { return nameOf(c) == in.Case.Name })
-	Expect(i).To(BeNumerically(">=", 0), "invalid argument: %q is not a case of %s for %s in %s", in.Case.Name, in.Claim, in.Pair, fixtures.ExpectPath)
-	return cases[i]
+// caseOf is the entry of cases that the case named name runs, nil when
+// there is none (the spec input's Check then names the field).
+func caseOf[T any](name string, cases []T, nameOf func(T) string) *T {
+	i := slices.IndexFunc(cases, func(c T) bool { return nameOf(c) == name })
+	if i < 0 {
+		return nil
+	}
+	return &cases[i]
+}
+
+// checkCase is the Check of a spec input that runs one of its row's
+// cases: the common part's, then entry, the row's entry for the case
+// (named field in the input, list in the row), which an applicable row
+// must hold.
+func checkCase[T any](in framework.Spec, field, list string, entry *T) error {
+	if err := in.Check(); err != nil {
+		return err
+	}
+	if entry == nil && in.Row.NotApplicable == "" {
+		return fmt.Errorf("input.%s is nil: case %q is not one of the row's %s in %s", field, in.Case.Name, list, fixtures.ExpectPath)
+	}
+	return nil
+}
+
+// checkRequests is the Check of a spec input with a Requests knob (0: its
+// default): the common part's, then the knob's.
+func checkRequests(in framework.Spec, requests int) error {
+	if err := in.Check(); err != nil {
+		return err
+	}
+	if requests < 0 {
+		return fmt.Errorf("input.Requests must be at least 0 (0: the default; got %d)", requests)
+	}
+	return nil
 }
 
 // uniqueNames checks the names of a row's cases: unique, lower-case

@@ -81,6 +81,9 @@ type SwitchSpecInput struct {
 	Requests int
 }
 
+// Check implements framework.SpecInput.
+func (in SwitchSpecInput) Check() error { return checkRequests(in.Spec, in.Requests) }
+
 // SwitchSpec edits spec.router.extraArgs of a running deployment to the
 // row's switch.to and back to the args it found, each time while
 // background traffic runs. Each edit: a new router Pod (new UID) replaces
@@ -89,10 +92,11 @@ type SwitchSpecInput struct {
 // traffic's failures stay within the bound; the engine Pods are untouched.
 // A serial batch after each edit splits as the new args say.
 func SwitchSpec(input func() SwitchSpecInput) {
+	framework.CheckInput("SwitchSpec", input)
 	var in SwitchSpecInput
 	BeforeEach(func() {
 		in = input()
-		in.Begin("SwitchSpec")
+		in.Begin()
 		in.Requests = in.RequestsOr(in.Requests)
 	})
 

@@ -106,13 +106,23 @@ var _ = framework.Add(Registry, framework.Claim[ThresholdsRow]{
 		return out
 	},
 	Specs: func(input func() framework.Input[ThresholdsRow]) {
-		ThresholdSpec(func() ThresholdSpecInput { return ThresholdSpecInput{Input: input()} })
+		ThresholdSpec(func() ThresholdSpecInput {
+			in := input()
+			return ThresholdSpecInput{Input: in, Held: caseOf(in.Case.Name, in.Expect.Thresholds, func(c HeldCase) string { return c.Name })}
+		})
 	},
 })
 
 // ThresholdSpecInput is the input of ThresholdSpec.
 type ThresholdSpecInput struct {
 	framework.Input[ThresholdsRow]
+	// Held is the row's case the spec runs.
+	Held *HeldCase
+}
+
+// Check implements framework.SpecInput.
+func (in ThresholdSpecInput) Check() error {
+	return checkCase(in.Spec, "Held", "thresholds", in.Held)
 }
 
 // ThresholdSpec: one cache_aware setting. The banner shows it; then the
@@ -123,14 +133,15 @@ type ThresholdSpecInput struct {
 // engines count the same once they finish, and vllm-router's imbalance
 // counter rose by the derived number of imbalance picks.
 func ThresholdSpec(input func() ThresholdSpecInput) {
+	framework.CheckInput("ThresholdSpec", input)
 	var (
 		in ThresholdSpecInput
 		hc HeldCase
 	)
 	BeforeEach(func() {
 		in = input()
-		in.Begin("ThresholdSpec")
-		hc = findCase(in.Spec, in.Expect.Thresholds, func(c HeldCase) string { return c.Name })
+		in.Begin()
+		hc = *in.Held
 		if int(in.Config.Replicas) != len(hc.Counts) {
 			Skip(fmt.Sprintf("the %s case is derived for %d replicas and this run has %d (replicas in %s)", hc.Name, len(hc.Counts), in.Config.Replicas, in.Config.File()))
 		}
