@@ -32,7 +32,7 @@ APISERVER_TIMEOUT   ?= 20m
 # The apiserver tier's pure unit tests (admission, install's checksums and
 # schema facts, pod conversion, run comparison, the namespace checks): they
 # need no root and do not link k8s.io/kubernetes, so make unit runs them.
-APISERVER_UNIT_PKGS = ./admission/... ./install/... ./podconv/... ./suiterun/... ./netns/...
+APISERVER_UNIT_PKGS = ./admission/... ./install/... ./podconv/... ./suitecompare/... ./netns/...
 
 # On the sim, vllm-router and sgl-model-gateway run as their binaries built
 # from source: make routers first (cached: a second or two when built).
