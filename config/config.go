@@ -18,6 +18,9 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 )
 
+// DefaultFile is the suite config's name at the repository root.
+const DefaultFile = "e2e.yaml"
+
 // Targets the suite can run on.
 const (
 	TargetSim  = "sim"
@@ -279,7 +282,7 @@ func (c *Config) RouterImageFor(name string) string {
 
 func (c *Config) name() string {
 	if c.file == "" {
-		return "e2e.yaml"
+		return DefaultFile
 	}
 	return c.file
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/traffic/overhead"
 )
 
@@ -84,7 +85,7 @@ func (r *Report) attachDriverOverhead(d *DriverOverhead) {
 	if d == nil {
 		return
 	}
-	if r.Environment.Target == TargetSim && d.Caveat == "" {
+	if r.Environment.Target == config.TargetSim && d.Caveat == "" {
 		d.Caveat = simCaveat
 	}
 	r.DriverOverhead = d

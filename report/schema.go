@@ -36,13 +36,6 @@ const (
 // know. Version 1 had no schemaVersion field.
 const SchemaVersion = 2
 
-// Target names as e2e.yaml spells them.
-const (
-	TargetSim  = "sim"
-	TargetKube = "kube"
-	TargetKind = "kind"
-)
-
 // Report is report.json: the qualification report as data. Markdown, HTML
 // and JUnit are rendered from it alone.
 type Report struct {
@@ -243,10 +236,9 @@ type SpecResult struct {
 	Entries        []string `json:"entries,omitempty"`
 }
 
-// Verdicts of a pair.
+// Verdicts of a pair besides ResultPass and ResultFail (a pair passes or
+// fails as a spec does).
 const (
-	VerdictPass         = "PASS"
-	VerdictFail         = "FAIL"
 	VerdictIncomplete   = "INCOMPLETE"
 	VerdictNotQualified = "NOT QUALIFIED"
 )

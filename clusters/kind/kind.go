@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/kube"
+	"github.com/gpustack/routing-conformance/config"
 )
 
 // EnvKeepCluster set to 1 (or true) keeps the cluster after the suite.
@@ -146,7 +147,7 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 	kopts.Kubeconfig = kc
 	kopts.Context = ""
 	kopts.InCluster = false
-	kopts.Target = "kind"
+	kopts.Target = config.TargetKind
 	kc2, err := kube.New(kopts)
 	if err != nil {
 		return nil, c.failed(ctx, err)

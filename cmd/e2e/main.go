@@ -25,6 +25,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/internal/suiterun"
 	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/report/bundle"
@@ -33,7 +34,7 @@ import (
 // QualifyFilter selects the claims a qualification runs. Claims label
 // themselves claim:documented or claim:extended; which exist is the
 // registry's business.
-const QualifyFilter = "claim:documented || claim:extended"
+const QualifyFilter = fixtures.LabelDocumented + " || " + fixtures.LabelExtended
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout))
@@ -53,8 +54,8 @@ func run(ctx context.Context, args []string, out io.Writer) int {
 	fs.SetOutput(out)
 	o := suiterun.Options{Out: out}
 	fs.StringVar(&o.Go, "go", "go", "the go command")
-	fs.StringVar(&o.Target, "target", "sim", "E2E_TARGET: sim, kube or kind")
-	fs.StringVar(&o.Config, "config", "e2e.yaml", "E2E_CONFIG: the suite config")
+	fs.StringVar(&o.Target, "target", config.TargetSim, "E2E_TARGET: sim, kube or kind")
+	fs.StringVar(&o.Config, "config", config.DefaultFile, "E2E_CONFIG: the suite config")
 	fs.StringVar(&o.Artifacts, "artifacts", "artifacts", "ARTIFACTS: where the report goes")
 	fs.IntVar(&o.Nodes, "nodes", 2, "GINKGO_NODES: parallel processes")
 	fs.StringVar(&o.LabelFilter, "label-filter", "", "GINKGO_LABEL_FILTER")

@@ -132,8 +132,8 @@ func selectsClaim(filter, claim string) bool {
 	}
 	for _, p := range fixtures.DocumentedPairs {
 		for _, policy := range []string{"policy:cache_aware", "policy:llm-d-scoring"} {
-			labels := append(fixtures.PairLabels(p), "claim:"+entry.ClaimKind(), fixtures.FeatureLabel(claim),
-				"topology:server", "needs:gpu", policy)
+			labels := append(fixtures.PairLabels(p), fixtures.ClaimLabel(entry.ClaimKind()), fixtures.FeatureLabel(claim),
+				fixtures.LabelServer, fixtures.LabelNeedsGPU, policy)
 			if match(labels) {
 				return true
 			}

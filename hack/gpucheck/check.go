@@ -6,12 +6,9 @@ import (
 	"strings"
 
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 )
-
-// labelNeedsGPU marks the specs that deploy serving replicas
-// (suites/framework LabelNeedsGPU).
-const labelNeedsGPU = "needs:gpu"
 
 // capacityHints are substrings of the skip reasons a target gives when it
 // has no free accelerators (suites/framework PairDeployment.Ready, clusters/kube
@@ -46,7 +43,7 @@ func Check(rep *report.Report) (Verdict, error) {
 	var ran, capacity, filtered int
 	var skipped []string
 	for _, s := range rep.Specs {
-		if !slices.Contains(s.Labels, labelNeedsGPU) {
+		if !slices.Contains(s.Labels, fixtures.LabelNeedsGPU) {
 			continue
 		}
 		switch {
@@ -65,7 +62,7 @@ func Check(rep *report.Report) (Verdict, error) {
 
 	switch {
 	case total == 0:
-		return Verdict{Summary: "the report has no spec labelled " + labelNeedsGPU + "; nothing in this run needed a GPU"}, nil
+		return Verdict{Summary: "the report has no spec labelled " + fixtures.LabelNeedsGPU + "; nothing in this run needed a GPU"}, nil
 	case ran > 0:
 		v := Verdict{OK: true, Summary: fmt.Sprintf("%d of %d routing specs that need a GPU ran on target %s (%d skipped, %d not selected or not applicable)", ran, total, target, len(skipped), filtered)}
 		if capacity > 0 {

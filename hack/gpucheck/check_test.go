@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 )
 
-const gpu = labelNeedsGPU
+const gpu = fixtures.LabelNeedsGPU
 
 // spec is one report.json spec as the report package writes it.
 func spec(name, result, reason string, labels ...string) report.SpecResult {

@@ -63,7 +63,7 @@ func LoadEPP(dir string) (*EPPInstall, error) {
 		}
 		dir = d
 	}
-	manifest := filepath.Join(dir, "manifest.json")
+	manifest := filepath.Join(dir, manifestFile)
 	b, err := os.ReadFile(manifest)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w (no %s): run `%s` (go install from the module proxy, or LLMD_ROUTER_SRC and LLMD_KV_CACHE_SRC "+

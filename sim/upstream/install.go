@@ -33,6 +33,10 @@ const EnvDir = "E2E_ROUTERS_DIR"
 // DefaultDir is the manifest directory, relative to the module root.
 const DefaultDir = ".routers"
 
+// manifestFile is what make routers and make upstream-llmd write into their
+// directories, beside the binaries: what was built, from what.
+const manifestFile = "manifest.json"
+
 // InstallCommand is what a user runs to build or repair the routers.
 const InstallCommand = "make routers"
 
@@ -138,7 +142,7 @@ func Load(dir string) (*Install, error) {
 		}
 		dir = d
 	}
-	manifest := filepath.Join(dir, "manifest.json")
+	manifest := filepath.Join(dir, manifestFile)
 	b, err := os.ReadFile(manifest)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w (no %s): run `%s` (builds vllm-router and sgl-model-gateway from their pinned sources with cargo; about 20 minutes cold on 2 cores, cached after)",

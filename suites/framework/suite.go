@@ -166,7 +166,7 @@ func RepositoryFile(name string) string {
 }
 
 // repositoryConfig is the repository's e2e.yaml.
-func repositoryConfig() string { return RepositoryFile("e2e.yaml") }
+func repositoryConfig() string { return RepositoryFile(config.DefaultFile) }
 
 // artifactsDir is where reports go, even when the config failed to load.
 func artifactsDir(cfg *config.Config) string {

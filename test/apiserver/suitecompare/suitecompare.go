@@ -26,6 +26,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/internal/suiterun"
 	"github.com/gpustack/routing-conformance/report"
 )
 
@@ -48,13 +49,13 @@ var Intervals = map[string][2]string{
 // (model, engines, routers, traffic, the sim's intervals) stays the
 // repository's.
 func WriteConfig(repo, file string) error {
-	b, err := os.ReadFile(filepath.Join(repo, "e2e.yaml"))
+	b, err := os.ReadFile(filepath.Join(repo, config.DefaultFile))
 	if err != nil {
 		return err
 	}
 	var cfg map[string]any
 	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return fmt.Errorf("e2e.yaml: %w", err)
+		return fmt.Errorf("%s: %w", config.DefaultFile, err)
 	}
 	iv := map[string]any{}
 	for k, v := range Intervals {
@@ -87,9 +88,6 @@ func SimKnobs(file string) (config.Sim, error) {
 	return cfg.Sim, nil
 }
 
-// SuitePackage is the suite this package runs, relative to the repository.
-const SuitePackage = "./suites/routing"
-
 // Repo finds the repository root (the main module's go.mod) above dir.
 func Repo(dir string) (string, error) {
 	dir, err := filepath.Abs(dir)
@@ -112,11 +110,9 @@ func Repo(dir string) (string, error) {
 // Build compiles the suite's test binary into dir (without -race: the
 // suite's own packages are race-tested by make test) and returns its path.
 func Build(ctx context.Context, repo, dir string) (string, error) {
-	bin := filepath.Join(dir, "routing.test")
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, SuitePackage)
-	cmd.Dir = repo
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build %s: %v\n%s", SuitePackage, err, out)
+	bin := filepath.Join(dir, suiterun.SuiteBinary)
+	if err := suiterun.BuildSuite(ctx, "go", repo, bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 }
@@ -154,12 +150,12 @@ func (r Run) Exec(ctx context.Context) Result {
 	defer cancel()
 	// Only the Ginkgo entry: the package's unit tests read the shipped
 	// selection, not this run's E2E_ROUTERS, and make test runs them.
-	args := []string{"-test.v", "-test.run=^TestRouting$", "-test.timeout=" + r.Timeout.String(), "-ginkgo.no-color"}
+	args := []string{"-test.v", suiterun.SuiteRunFlag, "-test.timeout=" + r.Timeout.String(), "-ginkgo.no-color"}
 	if r.LabelFilter != "" {
 		args = append(args, "-ginkgo.label-filter="+r.LabelFilter)
 	}
 	cmd := exec.CommandContext(ctx, r.Binary, args...)
-	cmd.Dir = filepath.Join(r.Repo, SuitePackage)
+	cmd.Dir = filepath.Join(r.Repo, suiterun.SuitePackage)
 	cmd.Env = os.Environ()
 	env := map[string]string{"ARTIFACTS": r.Artifacts}
 	for k, v := range r.Env {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpustack/routing-conformance/internal/suiterun"
 	"github.com/gpustack/routing-conformance/report"
 )
 
@@ -62,7 +63,7 @@ func TestCompare(t *testing.T) {
 // version is the run's error, naming the file.
 func TestExecReadsTheReportWithTheReportsReader(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, SuitePackage), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, suiterun.SuitePackage), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, report.FileJSON), []byte(`{"result":"PASS"}`), 0o644); err != nil {
