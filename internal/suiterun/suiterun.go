@@ -22,6 +22,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/internal/progress"
 	"github.com/gpustack/routing-conformance/report"
 )
@@ -275,7 +276,7 @@ func (s Suite) Run(ctx context.Context, o Options) (Result, error) {
 
 	cmd := exec.Command(s.Ginkgo, ginkgoArgs(o, s)...)
 	cmd.Dir = o.Root
-	cmd.Env = append(os.Environ(), "E2E_TARGET="+o.Target, "ARTIFACTS="+o.Artifacts, progress.EnvFIFO+"="+fifo)
+	cmd.Env = append(os.Environ(), config.EnvTarget+"="+o.Target, config.EnvArtifacts+"="+o.Artifacts, config.EnvProgressFIFO+"="+fifo)
 	cmd.Env = append(cmd.Env, o.Env...)
 	cmd.Stdout, cmd.Stderr = display, display
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

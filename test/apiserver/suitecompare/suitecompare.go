@@ -157,7 +157,7 @@ func (r Run) Exec(ctx context.Context) Result {
 	cmd := exec.CommandContext(ctx, r.Binary, args...)
 	cmd.Dir = filepath.Join(r.Repo, suiterun.SuitePackage)
 	cmd.Env = os.Environ()
-	env := map[string]string{"ARTIFACTS": r.Artifacts}
+	env := map[string]string{config.EnvArtifacts: r.Artifacts}
 	for k, v := range r.Env {
 		env[k] = v
 	}
