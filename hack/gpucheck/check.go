@@ -37,7 +37,7 @@ func Check(rep *report.Report) (Verdict, error) {
 	}
 	target := rep.Environment.Target
 	if target == "" || target == config.TargetSim {
-		return Verdict{Summary: fmt.Sprintf("%s is from target %q, not a GPU cluster: a sim run qualifies no GPU (run with E2E_TARGET=kube)", report.FileJSON, target)}, nil
+		return Verdict{Summary: fmt.Sprintf("%s is from target %q, not a GPU cluster: a sim run qualifies no GPU (run with %s=%s)", report.FileJSON, target, config.EnvTarget, config.TargetKube)}, nil
 	}
 
 	var ran, capacity, filtered int
