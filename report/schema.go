@@ -3,8 +3,9 @@ package report
 // The shape of report.json, versioned by SchemaVersion: every type the
 // file holds, and nothing that computes or renders it (build.go reads
 // Ginkgo's report into it; markdown.go, html.go and junit.go render it).
-// A reader of report.json (the baseline diff, hack/gpucheck) needs only
-// these types. Change a JSON field here and bump SchemaVersion.
+// A reader of report.json (the baseline diff, hack/gpucheck, the apiserver
+// tier) needs only these types, and reads the file with Load or Parse
+// (read.go). Change a JSON field here and bump SchemaVersion.
 
 import (
 	"time"
