@@ -78,10 +78,10 @@ func TestHaveCountsByReplica(t *testing.T) {
 }
 
 func TestHaveShape(t *testing.T) {
-	oneReplica := fixtures.Split{Shape: fixtures.ShapeOneReplica, Documented: "docs/x.md#affinity"}
+	oneReplica := fixtures.Split{Shape: fixtures.ShapeOneReplica, Documented: "the affinity section"}
 	mustPass(t, failure(affine, HaveShape(oneReplica, 354), false))
 	mustContain(t, failure(affine, HaveShape(oneReplica, 355), false), "to sum to 355, but it sums to 354")
-	mustContain(t, failure(even, HaveShape(oneReplica, 120), false), "documented: all on one replica (docs/x.md#affinity)\nExpected the split to be all on one replica")
+	mustContain(t, failure(even, HaveShape(oneReplica, 120), false), "documented: all on one replica (the affinity section)\nExpected the split to be all on one replica")
 
 	evenShape := fixtures.Split{Shape: fixtures.ShapeEven, Documented: "round robin"}
 	mustPass(t, failure(even, HaveShape(evenShape, 120), false))

@@ -18,6 +18,9 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 )
 
+// DefaultFile is the suite config's name at the repository root.
+const DefaultFile = "e2e.yaml"
+
 // Targets the suite can run on.
 const (
 	TargetSim  = "sim"
@@ -142,6 +145,18 @@ type Sim struct {
 	// SimLLMDUpstream (llm-d-router's own EPP, built by make upstream-llmd;
 	// docs/upstream-llmd.md).
 	LLMD string `json:"llmd,omitempty"`
+	// RoutersDir is the make routers build the sim runs vllm-router and
+	// sglang-gateway from (its manifest.json's directory); empty: the
+	// repository's own (.routers, sim/upstream's default).
+	RoutersDir string `json:"routersDir,omitempty"`
+	// LLMDDir is the make upstream-llmd build sim.llmd: upstream runs;
+	// empty: the repository's own (.upstream-llmd).
+	LLMDDir string `json:"llmdDir,omitempty"`
+	// TestOnlyReplaceEnginesOnRouterEdit makes the sim replace a
+	// deployment's engine Pods on every router edit, as a real operator may:
+	// the project's own tests of the suite's edit guard set it
+	// (E2E_SIM_TEST_ONLY_REPLACE_ENGINES_ON_ROUTER_EDIT); no file can.
+	TestOnlyReplaceEnginesOnRouterEdit bool `json:"-"`
 }
 
 // The sim.llmd values.
@@ -279,7 +294,7 @@ func (c *Config) RouterImageFor(name string) string {
 
 func (c *Config) name() string {
 	if c.file == "" {
-		return "e2e.yaml"
+		return DefaultFile
 	}
 	return c.file
 }

@@ -50,6 +50,17 @@ func (c *Config) source(path string) (string, int) {
 	return c.name(), 0
 }
 
+// Origin says where the field at path got its value: the environment
+// variable that set it, else the file (with the line of the path or its
+// nearest parent).
+func (c *Config) Origin(path string) string {
+	src, line := c.source(path)
+	if line > 0 {
+		return fmt.Sprintf("%s line %d", src, line)
+	}
+	return src
+}
+
 // parent drops the last element of a path: a.b[2].c -> a.b[2] -> a.b -> a.
 func parent(path string) string {
 	i := strings.LastIndexAny(path, ".[")

@@ -446,7 +446,7 @@ func costSummary(r types.Report, target string) CostSummary {
 	if len(out.NotCounted) == 0 {
 		out.EnginePodsStarted, out.EnginePodsReady, out.AcceleratorSeconds = &started, &ready, &accel
 	}
-	if target == TargetSim {
+	if target == config.TargetSim {
 		out.AcceleratorSeconds = nil
 		out.AcceleratorSecondsNotApplicable = "not applicable on the simulator: its engines hold no accelerator"
 	}

@@ -20,11 +20,14 @@ func Compare(base, cur *Report, baseName string) *Diff {
 	return d
 }
 
+// CellName names a claim cell in a Diff: "claim / pair".
+func CellName(claim, pair string) string { return claim + " / " + pair }
+
 func cellResults(r *Report) map[string]string {
 	out := map[string]string{}
 	for _, c := range r.Claims {
 		for _, row := range c.Rows {
-			out[c.Name+" / "+row.Pair] = row.Result
+			out[CellName(c.Name, row.Pair)] = row.Result
 		}
 	}
 	return out

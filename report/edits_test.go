@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/gpustack/routing-conformance/config"
 )
 
 // The run's projection sits beside what it measured, and the framework's
@@ -18,7 +20,7 @@ func TestTheProjectionAndTheEditsAreInTheEnvironment(t *testing.T) {
 			To: []string{"--policy", "roundrobin"}, Refused: true, NewRouters: []string{"u2"}, EnginesKept: false,
 			Replaced: []string{"md-server-0 UID a -> b"}})),
 		remote(t, entry(EditGuard{Pair: "vllm-router+vLLM", Line: "edit guard: editing spec.router.extraArgs of ns/md replaced engine Pods (md-server-0 UID a -> b)"})))
-	m := metaFor(t, TargetKube)
+	m := metaFor(t, config.TargetKube)
 	m.Projection = &CostProjection{Model: "engine start-up 3m0s per engine Pod", ModelDeployments: 2, EnginePods: 4, RouterEdits: 3,
 		Processes: 2, PeakAcceleratorsPerProcess: 2, PeakAccelerators: 4, GPUMinutesLoading: 12, GPUMinutesReady: 30, WallMinutes: 20}
 	q := build(t, r, m)

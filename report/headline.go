@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-)
 
-// labelNeedsGPU marks specs that deploy serving replicas (suites/framework
-// LabelNeedsGPU): on a GPU cluster, the ones that qualify GPUs.
-const labelNeedsGPU = "needs:gpu"
+	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
+)
 
 // headline is the report's first line: where it ran and what it covered,
 // worded so that a sim run or a partial run cannot pass for a GPU
@@ -60,9 +59,9 @@ func counts(st Statistics) string {
 // simulator; on a cluster, not one when no spec needing a GPU ran.
 func qualifies(r *Report) string {
 	switch r.Environment.Target {
-	case TargetKube, TargetKind:
+	case config.TargetKube, config.TargetKind:
 		for _, s := range r.Specs {
-			if slices.Contains(s.Labels, labelNeedsGPU) && (s.Result == ResultPass || s.Result == ResultFail) {
+			if slices.Contains(s.Labels, fixtures.LabelNeedsGPU) && (s.Result == ResultPass || s.Result == ResultFail) {
 				return ""
 			}
 		}
@@ -75,16 +74,16 @@ func qualifies(r *Report) string {
 // its GPU product and operator version.
 func targetPhrase(e Environment) string {
 	switch e.Target {
-	case TargetSim:
+	case config.TargetSim:
 		if up := unpinnedRouters(e.RouterCode); up != "" {
 			return "on the simulator with routers built from other than the pinned source (" + up + ")"
 		}
 		return "on the simulator"
 	case "":
 		return "on an unknown target"
-	case TargetKube, TargetKind:
+	case config.TargetKube, config.TargetKind:
 		kind := "cluster"
-		if e.Target == TargetKind {
+		if e.Target == config.TargetKind {
 			kind = "kind cluster"
 		}
 		gpu := cmp.Or(e.GPU, "no GPU reported")
@@ -109,7 +108,7 @@ func envBlock(r *Report) []EnvRow {
 		}
 	}
 	switch e.Target {
-	case TargetSim:
+	case config.TargetSim:
 		add("Target", simTarget(e.RouterCode))
 	case "":
 		add("Target", "not known: the suite stopped before it read its config")
@@ -120,7 +119,7 @@ func envBlock(r *Report) []EnvRow {
 	switch {
 	case e.GPU != "":
 		add("GPU", e.GPU)
-	case e.Target == TargetSim:
+	case e.Target == config.TargetSim:
 		add("GPU", "none (simulated engines)")
 	case e.Target != "":
 		add("GPU", "none reported by the target")

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/traffic/overhead"
 )
 
-// EnvDriverOverhead names the file (written by cmd/e2e before the suite
-// starts) that holds the traffic driver's overhead measured on this machine
-// for this run; Write reads it and states the bound beside every latency
-// table. Without it the tables say that they carry no measured bound.
-const EnvDriverOverhead = "E2E_DRIVER_OVERHEAD"
+// config.EnvDriverOverhead names the file (written by cmd/e2e before the
+// suite starts) that holds the traffic driver's overhead measured on this
+// machine for this run; Write reads it and states the bound beside every
+// latency table. Without it the tables say that they carry no measured
+// bound.
 
 // FileDriverOverhead is where cmd/e2e writes that measurement.
 const FileDriverOverhead = "driver-overhead.json"
@@ -60,12 +61,12 @@ func HowMeasured(r overhead.Result) string {
 // simCaveat: on the sim the routers and engines share the suite's process.
 const simCaveat = "on the sim the routers and engines run in the suite's own process and share its CPUs and garbage collector with the driver, which the separate-process measurement does not: there the bound understates the driver's share (and sim latencies are no GPU measurement)"
 
-// readDriverOverhead reads the file EnvDriverOverhead names; a missing
-// variable or file is a DriverOverhead that says so.
+// readDriverOverhead reads the file config.EnvDriverOverhead names; a
+// missing variable or file is a DriverOverhead that says so.
 func readDriverOverhead() *DriverOverhead {
-	path := os.Getenv(EnvDriverOverhead)
+	path := os.Getenv(config.EnvDriverOverhead)
 	if path == "" {
-		return &DriverOverhead{NotMeasured: "the suite ran without make e2e's driver calibration (" + EnvDriverOverhead + " unset)"}
+		return &DriverOverhead{NotMeasured: "the suite ran without make e2e's driver calibration (" + config.EnvDriverOverhead + " unset)"}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -84,7 +85,7 @@ func (r *Report) attachDriverOverhead(d *DriverOverhead) {
 	if d == nil {
 		return
 	}
-	if r.Environment.Target == TargetSim && d.Caveat == "" {
+	if r.Environment.Target == config.TargetSim && d.Caveat == "" {
 		d.Caveat = simCaveat
 	}
 	r.DriverOverhead = d

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/traffic/overhead"
 )
 
@@ -62,7 +63,7 @@ func TestSweepTablesStateTheDriversMeasuredBound(t *testing.T) {
 }
 
 func TestSweepTablesWithoutACalibrationSaySo(t *testing.T) {
-	t.Setenv(EnvDriverOverhead, "")
+	t.Setenv(config.EnvDriverOverhead, "")
 	r := sweepReport(t)
 	r.attachDriverOverhead(readDriverOverhead())
 	md := Markdown(r)
@@ -87,12 +88,12 @@ func TestDriverOverheadIsReadFromTheFileTheRunnerNames(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(EnvDriverOverhead, path)
+	t.Setenv(config.EnvDriverOverhead, path)
 	d := readDriverOverhead()
 	if d.Measured == nil || len(d.Measured.Levels) != 1 || !strings.Contains(d.How, "paced server") {
 		t.Errorf("read %+v", d)
 	}
-	t.Setenv(EnvDriverOverhead, filepath.Join(t.TempDir(), "missing.json"))
+	t.Setenv(config.EnvDriverOverhead, filepath.Join(t.TempDir(), "missing.json"))
 	if d := readDriverOverhead(); d.Measured != nil || !strings.Contains(d.NotMeasured, "unreadable") {
 		t.Errorf("a missing file read as %+v", d)
 	}

@@ -99,7 +99,7 @@ func syntheticReport(t *testing.T) types.Report {
 	}
 }
 
-func meta(t *testing.T) Meta { return metaFor(t, TargetSim) }
+func meta(t *testing.T) Meta { return metaFor(t, config.TargetSim) }
 
 func metaFor(t *testing.T, target string) Meta {
 	t.Helper()
@@ -442,7 +442,7 @@ func mustDecode(t *testing.T, e types.ReportEntry) any {
 }
 
 func TestHeadlineNamesTheTargetAndTheCoverage(t *testing.T) {
-	kube := metaFor(t, TargetKube)
+	kube := metaFor(t, config.TargetKube)
 	kube.Environment.Cluster = "gpu-prod (https://10.0.0.1:6443)"
 	kube.Environment.GPUProduct = "NVIDIA-H100-80GB-HBM3"
 	kube.Environment.OperatorVersion = "v0.9.0"
@@ -451,7 +451,7 @@ func TestHeadlineNamesTheTargetAndTheCoverage(t *testing.T) {
 		"5 passed, 1 failed, 2 skipped (1 not selected) — not a GPU qualification: no spec that needs a GPU ran" {
 		t.Errorf("kube headline %q", h)
 	}
-	r.SpecReports[1].ContainerHierarchyLabels = append(r.SpecReports[1].ContainerHierarchyLabels, []string{labelNeedsGPU})
+	r.SpecReports[1].ContainerHierarchyLabels = append(r.SpecReports[1].ContainerHierarchyLabels, []string{fixtures.LabelNeedsGPU})
 	if h := build(t, r, kube).Headline; strings.Contains(h, "not a GPU qualification") {
 		t.Errorf("a kube run whose GPU specs ran: %q", h)
 	}
@@ -549,7 +549,7 @@ func TestUnreadableEntryIsListedNotFatal(t *testing.T) {
 
 func TestCostIsSummedOnlyWhenEveryDeploymentWasCounted(t *testing.T) {
 	r := syntheticReport(t)
-	q := build(t, r, metaFor(t, TargetKube))
+	q := build(t, r, metaFor(t, config.TargetKube))
 	c := q.Environment.Cost
 	if c.ModelDeployments != 2 || c.Counted != 2 || c.EnginePodsStarted == nil || *c.EnginePodsStarted != 5 || *c.EnginePodsReady != 4 || *c.AcceleratorSeconds != 42.5 {
 		t.Errorf("cost %+v", c)
@@ -564,7 +564,7 @@ func TestCostIsSummedOnlyWhenEveryDeploymentWasCounted(t *testing.T) {
 	}
 	r.SpecReports[1].ReportEntries = append(r.SpecReports[1].ReportEntries,
 		remote(t, entry(DeploymentCost{Name: "c", Pair: "vllm-router+vLLM", Error: "kube: engine Pods are not counted yet"})))
-	q = build(t, r, metaFor(t, TargetKube))
+	q = build(t, r, metaFor(t, config.TargetKube))
 	c = q.Environment.Cost
 	if c.ModelDeployments != 3 || c.Counted != 2 || c.EnginePodsStarted != nil || c.AcceleratorSeconds != nil ||
 		len(c.NotCounted) != 1 || c.NotCounted[0] != "kube: engine Pods are not counted yet" {

@@ -3,8 +3,9 @@ package report
 // The shape of report.json, versioned by SchemaVersion: every type the
 // file holds, and nothing that computes or renders it (build.go reads
 // Ginkgo's report into it; markdown.go, html.go and junit.go render it).
-// A reader of report.json (the baseline diff, hack/gpucheck) needs only
-// these types. Change a JSON field here and bump SchemaVersion.
+// A reader of report.json (the baseline diff, hack/gpucheck, the apiserver
+// tier) needs only these types, and reads the file with Load or Parse
+// (read.go). Change a JSON field here and bump SchemaVersion.
 
 import (
 	"time"
@@ -35,13 +36,6 @@ const (
 // baseline diff, hack/gpucheck) refuse a report whose version they do not
 // know. Version 1 had no schemaVersion field.
 const SchemaVersion = 2
-
-// Target names as e2e.yaml spells them.
-const (
-	TargetSim  = "sim"
-	TargetKube = "kube"
-	TargetKind = "kind"
-)
 
 // Report is report.json: the qualification report as data. Markdown, HTML
 // and JUnit are rendered from it alone.
@@ -243,10 +237,9 @@ type SpecResult struct {
 	Entries        []string `json:"entries,omitempty"`
 }
 
-// Verdicts of a pair.
+// Verdicts of a pair besides ResultPass and ResultFail (a pair passes or
+// fails as a spec does).
 const (
-	VerdictPass         = "PASS"
-	VerdictFail         = "FAIL"
 	VerdictIncomplete   = "INCOMPLETE"
 	VerdictNotQualified = "NOT QUALIFIED"
 )

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpustack/routing-conformance/config"
 )
 
 // verdicts reads each pair's column of the matrix: FAIL if a claim failed;
@@ -45,7 +47,7 @@ func verdicts(r *Report) []Verdict {
 		var why string
 		switch {
 		case len(failed) > 0:
-			v.Result = VerdictFail
+			v.Result = ResultFail
 			why = fmt.Sprintf("%d of %d applicable claims failed (%s)", len(failed), applicable, strings.Join(failed, ", "))
 		case len(passed) == 0:
 			v.Result = VerdictNotQualified
@@ -60,7 +62,7 @@ func verdicts(r *Report) []Verdict {
 				why += " (" + firstSkip + ")"
 			}
 		default:
-			v.Result = VerdictPass
+			v.Result = ResultPass
 			why = fmt.Sprintf("all %d applicable claims passed", len(passed))
 		}
 		if len(na) > 0 {
@@ -69,7 +71,7 @@ func verdicts(r *Report) []Verdict {
 		if len(notSelected) > 0 {
 			why += fmt.Sprintf("; %d not selected in this run", len(notSelected))
 		}
-		if r.Environment.Target == TargetSim {
+		if r.Environment.Target == config.TargetSim {
 			why += " — on the simulator, not a GPU qualification"
 		}
 		v.Line = fmt.Sprintf("%s: %s: %s", pair, v.Result, why)

@@ -21,10 +21,8 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/clusters/kube"
+	"github.com/gpustack/routing-conformance/config"
 )
-
-// EnvKeepCluster set to 1 (or true) keeps the cluster after the suite.
-const EnvKeepCluster = "E2E_KEEP_CLUSTER"
 
 // Options configure the throwaway cluster. The suite passes e2e.yaml's kind
 // block (clusterName, config, nodeImage, operatorChart, keepCluster).
@@ -52,8 +50,11 @@ type Options struct {
 	// install (webhook Service endpoints come up after the chart reports
 	// ready; default 5m).
 	ReadyTimeout time.Duration
-	// Keep leaves the cluster running after Close; E2E_KEEP_CLUSTER=1 also.
-	Keep bool
+	// Keep leaves the cluster running after Close (the suite passes
+	// kind.keepCluster, which E2E_KEEP_CLUSTER overrides); KeepReason says
+	// who asked, for the line Close prints (default "keep is set").
+	Keep       bool
+	KeepReason string
 	// KindPath, HelmPath and DockerPath name the binaries; empty: $PATH.
 	KindPath, HelmPath, DockerPath string
 	// Kube configures the kube target run against the new cluster; its
@@ -146,7 +147,7 @@ func Create(ctx context.Context, opts Options) (*Cluster, error) {
 	kopts.Kubeconfig = kc
 	kopts.Context = ""
 	kopts.InCluster = false
-	kopts.Target = "kind"
+	kopts.Target = config.TargetKind
 	kc2, err := kube.New(kopts)
 	if err != nil {
 		return nil, c.failed(ctx, err)
@@ -193,7 +194,7 @@ func (c *Cluster) destroy(ctx context.Context) error {
 	case !c.created:
 		return nil
 	case c.opts.Keep:
-		c.opts.logf("kind: keeping cluster %s (%s); delete it with: kind delete cluster --name %s", c.opts.Name, keepReason(c.opts), c.opts.Name)
+		c.opts.logf("kind: keeping cluster %s (%s); delete it with: kind delete cluster --name %s", c.opts.Name, c.opts.KeepReason, c.opts.Name)
 		return nil
 	}
 	c.opts.logf("kind: deleting cluster %s", c.opts.Name)
@@ -220,8 +221,8 @@ func withDefaults(o Options) Options {
 	if o.ReadyTimeout <= 0 {
 		o.ReadyTimeout = 5 * time.Minute
 	}
-	if v := os.Getenv(EnvKeepCluster); v == "1" || strings.EqualFold(v, "true") {
-		o.Keep = true
+	if o.KeepReason == "" {
+		o.KeepReason = "keep is set"
 	}
 	if o.Logf == nil {
 		o.Logf = o.Kube.Logf
@@ -233,13 +234,6 @@ func (o Options) logf(format string, args ...any) {
 	if o.Logf != nil {
 		o.Logf(format, args...)
 	}
-}
-
-func keepReason(o Options) string {
-	if v := os.Getenv(EnvKeepCluster); v != "" {
-		return EnvKeepCluster + "=" + v
-	}
-	return "keepCluster is set"
 }
 
 // findTools resolves docker, kind and helm and checks that Docker's daemon

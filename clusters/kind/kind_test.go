@@ -81,7 +81,6 @@ if [ %[2]s -ne 0 ]; then echo "Release \"gpustack-operator\" does not exist. Ins
 		}
 	}
 	t.Setenv("PATH", f.dir+":/usr/bin:/bin")
-	t.Setenv(EnvKeepCluster, "")
 	return f
 }
 
@@ -161,9 +160,8 @@ func TestCreateRunsKindAndHelmThenDeletesOnClose(t *testing.T) {
 
 func TestKeepClusterSkipsTheDelete(t *testing.T) {
 	f := newFakeTools(t, false, false)
-	t.Setenv(EnvKeepCluster, "1")
 	noPreflight(t, nil)
-	c, err := Create(context.Background(), Options{Name: "rc-keep", Chart: "./chart"})
+	c, err := Create(context.Background(), Options{Name: "rc-keep", Chart: "./chart", Keep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +169,7 @@ func TestKeepClusterSkipsTheDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.called(t, "kind delete") {
-		t.Error("E2E_KEEP_CLUSTER=1 but the cluster was deleted")
+		t.Error("Keep is set but the cluster was deleted")
 	}
 }
 

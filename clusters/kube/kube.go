@@ -30,6 +30,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/config"
 )
 
 // Labels this suite puts on everything it creates. Deletion checks them first,
@@ -213,7 +214,7 @@ func New(opts Options) (*Cluster, error) {
 // config the caller already holds, e.g. a kind cluster's).
 func NewWithClients(c Clients, opts Options) *Cluster {
 	if opts.Target == "" {
-		opts.Target = "kube"
+		opts.Target = config.TargetKube
 	}
 	if opts.RunID == "" {
 		opts.RunID = randomSuffix(8)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/gpustack/routing-conformance/api"
 	"github.com/gpustack/routing-conformance/clusters"
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/sim/controller"
 	"github.com/gpustack/routing-conformance/sim/engine"
 	"github.com/gpustack/routing-conformance/sim/kubelet"
@@ -242,7 +243,7 @@ func (c *Cluster) Describe(ctx context.Context) (clusters.Environment, error) {
 		llmd = "llm-d-router " + c.opts.LLMD.Version + " epp built from source @" + c.opts.LLMD.RouterCommit + ", envoy (simulated)"
 	}
 	env := clusters.Environment{
-		Target:          "sim",
+		Target:          config.TargetSim,
 		OperatorVersion: "gpustack-operator (admission, rendering and status emulated by sim/operator)",
 		RouterImage: fmt.Sprintf("%s (not run: vllm-router and sgl-model-gateway are built from source, llm-d-router is %s)",
 			operator.DefaultRouterImage, llmd),

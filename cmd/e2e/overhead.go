@@ -37,12 +37,12 @@ const claimConcurrency = "concurrency"
 func calibrationRequests(c int) int { return max(200, 16*c) }
 
 // calibrate measures the driver's overhead for the run o describes into
-// path, and points the suite at it (report.EnvDriverOverhead). A run that
+// path, and points the suite at it (config.EnvDriverOverhead). A run that
 // cannot select the concurrency claim is not calibrated; a calibration that
 // fails says why in the file and in one line, and the run goes on. It
 // reports false when it was interrupted (Ctrl-C): then nothing should start.
 func calibrate(ctx context.Context, o suiterun.Options, path string) bool {
-	_ = os.Unsetenv(report.EnvDriverOverhead)
+	_ = os.Unsetenv(config.EnvDriverOverhead)
 	if !selectsClaim(o.LabelFilter, claimConcurrency) {
 		return true
 	}
@@ -62,7 +62,7 @@ func calibrate(ctx context.Context, o suiterun.Options, path string) bool {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
 		err = os.WriteFile(path, append(b, '\n'), 0o644)
 		if err == nil {
-			_ = os.Setenv(report.EnvDriverOverhead, path)
+			_ = os.Setenv(config.EnvDriverOverhead, path)
 			return true
 		}
 	}
@@ -132,8 +132,8 @@ func selectsClaim(filter, claim string) bool {
 	}
 	for _, p := range fixtures.DocumentedPairs {
 		for _, policy := range []string{"policy:cache_aware", "policy:llm-d-scoring"} {
-			labels := append(fixtures.PairLabels(p), "claim:"+entry.ClaimKind(), fixtures.FeatureLabel(claim),
-				"topology:server", "needs:gpu", policy)
+			labels := append(fixtures.PairLabels(p), fixtures.ClaimLabel(entry.ClaimKind()), fixtures.FeatureLabel(claim),
+				fixtures.LabelServer, fixtures.LabelNeedsGPU, policy)
 			if match(labels) {
 				return true
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/internal/suiterun"
 	"github.com/gpustack/routing-conformance/report"
 )
@@ -28,12 +29,12 @@ func TestCalibrationMeasuresTheConfigsLevelsInAServerProcess(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("traffic:\n  concurrency: [1, 4]\n  prefixChars: 100\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(report.EnvDriverOverhead, "")
+	t.Setenv(config.EnvDriverOverhead, "")
 	var out bytes.Buffer
 	path := filepath.Join(dir, "artifacts", report.FileDriverOverhead)
 	calibrate(t.Context(), suiterun.Options{Out: &out, Config: cfg}, path)
-	if os.Getenv(report.EnvDriverOverhead) != path {
-		t.Fatalf("%s not pointed at %s: %q", report.EnvDriverOverhead, path, os.Getenv(report.EnvDriverOverhead))
+	if os.Getenv(config.EnvDriverOverhead) != path {
+		t.Fatalf("%s not pointed at %s: %q", config.EnvDriverOverhead, path, os.Getenv(config.EnvDriverOverhead))
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -56,7 +57,7 @@ func TestCalibrationMeasuresTheConfigsLevelsInAServerProcess(t *testing.T) {
 
 func TestCalibrationSaysWhyItDidNotMeasure(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(report.EnvDriverOverhead, "")
+	t.Setenv(config.EnvDriverOverhead, "")
 	var out bytes.Buffer
 	path := filepath.Join(dir, report.FileDriverOverhead)
 	calibrate(t.Context(), suiterun.Options{Out: &out, Config: filepath.Join(dir, "missing.yaml")}, path)

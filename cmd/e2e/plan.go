@@ -31,7 +31,7 @@ func plan(ctx context.Context, o suiterun.Options, free func(context.Context, *c
 		fmt.Fprintln(out, "plan:", err)
 		return 2
 	}
-	if err := os.Setenv("E2E_TARGET", o.Target); err != nil {
+	if err := os.Setenv(config.EnvTarget, o.Target); err != nil {
 		fmt.Fprintln(out, "plan:", err)
 		return 2
 	}
@@ -85,7 +85,7 @@ func printPlan(out io.Writer, o suiterun.Options, cfg *config.Config, p framewor
 	}
 	sharing := "one deployment per pair and shape, router args by edit"
 	if p.Isolated {
-		sharing = "E2E_ISOLATE: one deployment per case"
+		sharing = config.EnvIsolate + ": one deployment per case"
 	}
 	fmt.Fprintf(out, "Plan of a run on target %s with %s (label filter: %s; GINKGO_NODES=%d; %s). Nothing is created.\n",
 		cfg.Target, cfg.File(), filter, proj.Processes, sharing)

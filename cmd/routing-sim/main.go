@@ -75,7 +75,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	tokens := fs.Int("output-tokens", 0, "tokens generated when max_tokens is absent (0 = engine default)")
 	startup := fs.Duration("startup-delay", 0, "engines' startup delay before /health answers")
 	seed := fs.Uint64("picker-seed", 0, "seed of llm-d-router's random tie-break (0 = each epp seeds from the clock)")
-	llmd := fs.String("llmd", config.SimLLMDEmulated, "llm-d-router's epp container: emulated, or upstream (the EPP make upstream-llmd built; E2E_LLMD_DIR)")
+	llmd := fs.String("llmd", config.SimLLMDEmulated, "llm-d-router's epp container: emulated, or upstream (the EPP make upstream-llmd built)")
+	routersDir := fs.String("routers-dir", os.Getenv(config.EnvRoutersDir), "the make routers build vllm-router and sgl-model-gateway run from (default $"+config.EnvRoutersDir+", else the repository's .routers)")
+	llmdDir := fs.String("llmd-dir", os.Getenv(config.EnvLLMDDir), "the make upstream-llmd build -llmd=upstream runs (default $"+config.EnvLLMDDir+", else the repository's .upstream-llmd)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: routing-sim -f md.yaml [flags]")
 		fs.PrintDefaults()
@@ -131,7 +133,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var routers *upstream.Install
 	if r := md.Spec.Router; r != nil && upstream.Supports(r.Name) {
 		if main, _ := progs.Router(r.Name); main == nil {
-			in, err := upstream.Load("")
+			in, err := upstream.Load(*routersDir)
 			if err != nil {
 				fmt.Fprintf(stderr, "routing-sim: %s runs as its binary built from source: %v\n", r.Name, err)
 				return exitFailure
@@ -145,7 +147,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "routing-sim: -llmd=%s: accepted values: %s\n", *llmd, strings.Join(config.SimLLMDModes, ", "))
 			return exitUsage
 		}
-		in, err := upstream.LoadEPP("")
+		in, err := upstream.LoadEPP(*llmdDir)
 		if err != nil {
 			fmt.Fprintf(stderr, "routing-sim: -llmd=upstream: %v\n", err)
 			return exitFailure

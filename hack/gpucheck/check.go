@@ -1,23 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
+	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
-)
-
-// labelNeedsGPU marks the specs that deploy serving replicas
-// (suites/framework LabelNeedsGPU).
-const labelNeedsGPU = "needs:gpu"
-
-// Spec results as report.json spells them.
-const (
-	resultPass = report.ResultPass
-	resultFail = report.ResultFail
 )
 
 // capacityHints are substrings of the skip reasons a target gives when it
@@ -32,22 +22,6 @@ var capacityHints = []string{"has no room for", "free accelerators", "no Active 
 // Spec.SkipIfNotApplicable).
 var notCounted = []string{"not selected in this run", "not applicable"}
 
-// reportJSON is the part of report.json this check reads. Unknown fields are
-// ignored, so the report may grow without breaking the nightly.
-type reportJSON struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Headline      string `json:"headline"`
-	Environment   struct {
-		Target string `json:"target"`
-	} `json:"environment"`
-	Specs []struct {
-		Name   string   `json:"name"`
-		Labels []string `json:"labels"`
-		Result string   `json:"result"`
-		Reason string   `json:"reason"`
-	} `json:"specs"`
-}
-
 // Verdict is the check's answer: OK, a one-line summary, and warnings for a
 // run that passes with some GPU specs skipped.
 type Verdict struct {
@@ -56,32 +30,24 @@ type Verdict struct {
 	Warnings []string
 }
 
-// Check reads report.json from r and decides whether the run exercised GPUs.
-func Check(r io.Reader) (Verdict, error) {
-	var rep reportJSON
-	if err := json.NewDecoder(r).Decode(&rep); err != nil {
-		return Verdict{}, fmt.Errorf("not a readable report.json: %w", err)
-	}
-	if rep.SchemaVersion != report.SchemaVersion {
-		return Verdict{}, fmt.Errorf("report.json has schemaVersion %d; this gpucheck reads schemaVersion %d (run the gpucheck of the commit that wrote the report)",
-			rep.SchemaVersion, report.SchemaVersion)
-	}
+// Check decides whether the run rep reports exercised GPUs.
+func Check(rep *report.Report) (Verdict, error) {
 	if len(rep.Specs) == 0 {
-		return Verdict{}, fmt.Errorf("report.json lists no specs; the suite stopped before any spec: %s", rep.Headline)
+		return Verdict{}, fmt.Errorf("%s lists no specs; the suite stopped before any spec: %s", report.FileJSON, rep.Headline)
 	}
 	target := rep.Environment.Target
-	if target == "" || target == "sim" {
-		return Verdict{Summary: fmt.Sprintf("report.json is from target %q, not a GPU cluster: a sim run qualifies no GPU (run with E2E_TARGET=kube)", target)}, nil
+	if target == "" || target == config.TargetSim {
+		return Verdict{Summary: fmt.Sprintf("%s is from target %q, not a GPU cluster: a sim run qualifies no GPU (run with %s=%s)", report.FileJSON, target, config.EnvTarget, config.TargetKube)}, nil
 	}
 
 	var ran, capacity, filtered int
 	var skipped []string
 	for _, s := range rep.Specs {
-		if !slices.Contains(s.Labels, labelNeedsGPU) {
+		if !slices.Contains(s.Labels, fixtures.LabelNeedsGPU) {
 			continue
 		}
 		switch {
-		case s.Result == resultPass || s.Result == resultFail:
+		case s.Result == report.ResultPass || s.Result == report.ResultFail:
 			ran++
 		case s.Result == report.ResultNotApplicable || hasAnyPrefix(s.Reason, notCounted):
 			filtered++
@@ -96,7 +62,7 @@ func Check(r io.Reader) (Verdict, error) {
 
 	switch {
 	case total == 0:
-		return Verdict{Summary: "the report has no spec labelled " + labelNeedsGPU + "; nothing in this run needed a GPU"}, nil
+		return Verdict{Summary: "the report has no spec labelled " + fixtures.LabelNeedsGPU + "; nothing in this run needed a GPU"}, nil
 	case ran > 0:
 		v := Verdict{OK: true, Summary: fmt.Sprintf("%d of %d routing specs that need a GPU ran on target %s (%d skipped, %d not selected or not applicable)", ran, total, target, len(skipped), filtered)}
 		if capacity > 0 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,18 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/report"
 )
 
-const gpu = labelNeedsGPU
+const gpu = fixtures.LabelNeedsGPU
 
 // spec is one report.json spec as the report package writes it.
 func spec(name, result, reason string, labels ...string) report.SpecResult {
 	return report.SpecResult{Name: name, Result: result, Reason: reason, Labels: labels}
 }
 
-// encode writes a report.json with the report package's own types, so a
-// renamed field there breaks this test rather than the nightly.
+// encode writes a report.json with the report package's own types.
 func encode(t *testing.T, target string, specs ...report.SpecResult) []byte {
 	t.Helper()
 	rep := report.Report{SchemaVersion: report.SchemaVersion, Environment: report.Environment{Target: target}, Specs: specs}
@@ -109,7 +108,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, err := Check(bytes.NewReader(encode(t, c.target, c.specs...)))
+			v, err := parseAndCheck(encode(t, c.target, c.specs...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,6 +127,15 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// parseAndCheck reads data as main does, with the report package's reader.
+func parseAndCheck(data []byte) (Verdict, error) {
+	rep, err := report.Parse(report.FileJSON, data)
+	if err != nil {
+		return Verdict{}, err
+	}
+	return Check(rep)
+}
+
 func TestCheckRefusesWhatIsNotAReport(t *testing.T) {
 	for name, in := range map[string]string{
 		"not JSON":       "<html>",
@@ -135,7 +143,7 @@ func TestCheckRefusesWhatIsNotAReport(t *testing.T) {
 		"another schema": `{"environment":{"target":"kube"},"specs":[{"name":"a","result":"PASS","labels":["needs:gpu"]}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Check(strings.NewReader(in)); err == nil {
+			if _, err := parseAndCheck([]byte(in)); err == nil {
 				t.Fatal("Check accepted it")
 			}
 		})
@@ -190,5 +198,9 @@ func TestMainExitCode(t *testing.T) {
 	out, code = run(nil)
 	if code != 1 || !strings.Contains(out, "not a readable report.json") {
 		t.Errorf("empty file: exit %d, output:\n%s", code, out)
+	}
+	out, code = run([]byte(`{"environment":{"target":"kube"},"specs":[]}`))
+	if code != 1 || !strings.Contains(out, "no schemaVersion") || !strings.Contains(out, "report.json") {
+		t.Errorf("a report of another schema: exit %d, output:\n%s", code, out)
 	}
 }

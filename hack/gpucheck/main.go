@@ -12,6 +12,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/gpustack/routing-conformance/report"
 )
 
 func main() {
@@ -19,13 +21,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: gpucheck <path to report.json>")
 		os.Exit(2)
 	}
-	f, err := os.Open(os.Args[1])
+	rep, err := report.Load(os.Args[1])
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "gpucheck: %v; the suite writes report.json into ARTIFACTS when it ends, so it did not get that far\n", err)
+		fmt.Fprintf(os.Stderr, "gpucheck: %v\n", err)
 		os.Exit(1)
 	}
-	defer f.Close()
-	v, err := Check(f)
+	v, err := Check(rep)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gpucheck: %s: %v\n", os.Args[1], err)
 		os.Exit(1)

@@ -4,8 +4,8 @@
 // and plain periodic lines in a CI log.
 //
 // Ginkgo holds a parallel process's output until its spec ends, so the
-// processes write Events to a named pipe (FIFO) whose path is in
-// $E2E_PROGRESS_FIFO instead. A FIFO is a file, not a port: nothing
+// processes write Events to a named pipe (FIFO) whose path cmd/e2e passes
+// them in the environment (config.EnvProgressFIFO) instead. A FIFO is a file, not a port: nothing
 // listens, and nothing is left when the run ends. Writes are non-blocking
 // and each event is one line shorter than PIPE_BUF, so writers never wait
 // and lines never interleave; an event that does not fit is dropped.
@@ -15,14 +15,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"syscall"
 	"time"
 )
-
-// EnvFIFO names the environment variable holding the FIFO's path.
-const EnvFIFO = "E2E_PROGRESS_FIFO"
 
 // maxLine keeps an event under PIPE_BUF (4096 on Linux), which the kernel
 // writes to a pipe atomically.
@@ -61,17 +57,16 @@ func (e Event) String() string {
 	return s
 }
 
-// Sink writes events to the FIFO of $E2E_PROGRESS_FIFO. A nil Sink drops
-// them; Send is safe for concurrent use.
+// Sink writes events to the FIFO Serve made. A nil Sink drops them; Send
+// is safe for concurrent use.
 type Sink struct {
 	mu sync.Mutex
 	fd int
 }
 
-// Open opens the FIFO named in the environment for writing; nil when there
-// is none (the suite runs without cmd/e2e) or its reader is gone.
-func Open() *Sink {
-	path := os.Getenv(EnvFIFO)
+// Open opens the FIFO at path for writing; nil when there is none (path is
+// empty: the suite runs without cmd/e2e) or its reader is gone.
+func Open(path string) *Sink {
 	if path == "" {
 		return nil
 	}

@@ -26,11 +26,10 @@ func TestEventsCrossTheFIFOFromConcurrentWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(EnvFIFO, path)
 	var wg sync.WaitGroup
 	for proc := 1; proc <= 4; proc++ {
 		wg.Go(func() {
-			s := Open()
+			s := Open(path)
 			if s == nil {
 				t.Error("Open found no reader")
 				return
@@ -67,9 +66,8 @@ func TestEventsCrossTheFIFOFromConcurrentWriters(t *testing.T) {
 }
 
 func TestOpenWithoutAReaderIsANilSinkThatDropsEvents(t *testing.T) {
-	t.Setenv(EnvFIFO, "")
-	if s := Open(); s != nil {
-		t.Fatal("a sink without $E2E_PROGRESS_FIFO")
+	if s := Open(""); s != nil {
+		t.Fatal("a sink without a FIFO")
 	}
 	var s *Sink
 	if err := s.Send(Event{}); err != nil || s.Close() != nil {
@@ -82,8 +80,7 @@ func TestOpenWithoutAReaderIsANilSinkThatDropsEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	t.Setenv(EnvFIFO, path)
-	if s := Open(); s != nil {
+	if s := Open(path); s != nil {
 		t.Error("opened a FIFO that no longer exists")
 	}
 }

@@ -10,9 +10,6 @@ import (
 	"github.com/gpustack/routing-conformance/report"
 )
 
-// absent is a spec's result in a run whose report does not list it.
-const absent = "absent"
-
 // Flake is a spec whose result differed between runs.
 type Flake struct {
 	Spec string
@@ -65,7 +62,7 @@ func Compare(runs []*report.Report) Repetition {
 		}
 		for _, n := range names {
 			if !seen[n] {
-				results[n][absent]++
+				results[n][report.Absent]++
 			}
 		}
 	}

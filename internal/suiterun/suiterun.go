@@ -22,6 +22,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/gpustack/routing-conformance/config"
 	"github.com/gpustack/routing-conformance/internal/progress"
 	"github.com/gpustack/routing-conformance/report"
 )
@@ -58,9 +59,21 @@ type Options struct {
 	Env []string
 }
 
+// The routing suite as a Go test binary: its package, the binary's name,
+// and the test function that runs its Ginkgo specs (the package's plain
+// tests, the registry checks, read files relative to the package and are
+// make unit's).
+const (
+	SuitePackage = "./suites/routing"
+	SuiteBinary  = "routing.test"
+	SuiteRunFlag = "-test.run=^TestRouting$"
+	// GinkgoJSON is Ginkgo's own JSON report, written beside report.json.
+	GinkgoJSON = "ginkgo-report.json"
+)
+
 // GinkgoOutputFiles are what a run writes under Artifacts, removed first so
 // that a stale report is never taken for this run's.
-var GinkgoOutputFiles = []string{report.FileJSON, report.FileMarkdown, report.FileHTML, report.FileJUnit, report.FileConfig, "ginkgo-report.json"}
+var GinkgoOutputFiles = []string{report.FileJSON, report.FileMarkdown, report.FileHTML, report.FileJUnit, report.FileConfig, GinkgoJSON}
 
 // CheckLabelFilter parses a label filter the way Ginkgo will, so that a
 // typo is reported as such before any process starts.
@@ -112,27 +125,37 @@ type Suite struct {
 // the first build of the sim takes minutes.
 func Compile(ctx context.Context, o Options) (Suite, error) {
 	bin := filepath.Join(o.Root, "bin")
-	s := Suite{Ginkgo: filepath.Join(bin, "ginkgo"), Binary: filepath.Join(bin, "routing.test")}
+	s := Suite{Ginkgo: filepath.Join(bin, "ginkgo"), Binary: filepath.Join(bin, SuiteBinary)}
 	fmt.Fprintln(o.Out, "e2e: compiling the suite; the first run takes a few minutes")
 	start := time.Now()
 	stop := heartbeat(o, start, "compiling the suite")
 	defer stop()
-	steps := [][]string{
-		{"build", "-o", s.Ginkgo, "github.com/onsi/ginkgo/v2/ginkgo"},
-		{"test", "-c", "-o", s.Binary, "./suites/routing"},
-	}
-	for _, args := range steps {
-		cmd := exec.CommandContext(ctx, goCommand(o), args...)
-		cmd.Dir = o.Root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			stop()
-			return s, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
+	err := goRun(ctx, goCommand(o), o.Root, "build", "-o", s.Ginkgo, "github.com/onsi/ginkgo/v2/ginkgo")
+	if err == nil {
+		err = BuildSuite(ctx, goCommand(o), o.Root, s.Binary)
 	}
 	stop()
+	if err != nil {
+		return s, err
+	}
 	fmt.Fprintf(o.Out, "e2e: compiled in %s\n", time.Since(start).Round(time.Second))
 	return s, nil
+}
+
+// BuildSuite compiles the suite's test binary into out with the go command
+// goCmd, in the repository root.
+func BuildSuite(ctx context.Context, goCmd, root, out string) error {
+	return goRun(ctx, goCmd, root, "test", "-c", "-o", out, SuitePackage)
+}
+
+// goRun runs goCmd with args in dir; its error carries the output.
+func goRun(ctx context.Context, goCmd, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, goCmd, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
 }
 
 func goCommand(o Options) string {
@@ -201,7 +224,7 @@ func ginkgoArgs(o Options, s Suite) []string {
 	args := []string{"-v", fmt.Sprintf("--procs=%d", max(o.Nodes, 1)), "--timeout=" + o.Timeout,
 		"--fail-on-pending", "--fail-on-empty", "--keep-going",
 		"--poll-progress-after=5m", "--poll-progress-interval=1m",
-		"--output-dir=" + o.Artifacts, "--json-report=ginkgo-report.json"}
+		"--output-dir=" + o.Artifacts, "--json-report=" + GinkgoJSON}
 	if o.LabelFilter != "" {
 		args = append(args, "--label-filter="+o.LabelFilter)
 	}
@@ -214,7 +237,7 @@ func ginkgoArgs(o Options, s Suite) []string {
 	args = append(args, o.Args...)
 	// Only the Ginkgo suite: the package's plain tests (the registry
 	// checks, run by make unit) read files relative to the package.
-	return append(args, s.Binary, "--", "-test.run=^TestRouting$", "-e2e.config="+o.Config, "-e2e.artifacts="+o.Artifacts)
+	return append(args, s.Binary, "--", SuiteRunFlag, "-e2e.config="+o.Config, "-e2e.artifacts="+o.Artifacts)
 }
 
 // Run runs Ginkgo on the compiled suite. Ginkgo and its processes get a
@@ -253,7 +276,7 @@ func (s Suite) Run(ctx context.Context, o Options) (Result, error) {
 
 	cmd := exec.Command(s.Ginkgo, ginkgoArgs(o, s)...)
 	cmd.Dir = o.Root
-	cmd.Env = append(os.Environ(), "E2E_TARGET="+o.Target, "ARTIFACTS="+o.Artifacts, progress.EnvFIFO+"="+fifo)
+	cmd.Env = append(os.Environ(), config.EnvTarget+"="+o.Target, config.EnvArtifacts+"="+o.Artifacts, config.EnvProgressFIFO+"="+fifo)
 	cmd.Env = append(cmd.Env, o.Env...)
 	cmd.Stdout, cmd.Stderr = display, display
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -28,7 +28,7 @@ func sampleReport() *report.Report {
 		Claims: []report.ClaimTable{{Name: "affinity", Title: "Prefix affinity", Anchor: "claim-affinity",
 			Sources: []string{"docs/operator.md#measured-routing-behaviour"},
 			Rows:    []report.ClaimRow{{Pair: "vllm-router+vLLM", Anchor: "claim-affinity--vllm-router-vllm", Result: report.ResultPass}}}},
-		Verdicts: []report.Verdict{{Pair: "vllm-router+vLLM", Result: report.VerdictPass, Line: "vllm-router+vLLM: PASS: all 1 applicable claims passed"}},
+		Verdicts: []report.Verdict{{Pair: "vllm-router+vLLM", Result: report.ResultPass, Line: "vllm-router+vLLM: PASS: all 1 applicable claims passed"}},
 		Specs:    []report.SpecResult{{Name: "vllm-router+vLLM affinity", Result: report.ResultPass}},
 	}
 }

@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 )
 
-// EnvEPPDir names another manifest directory than the module's
-// .upstream-llmd (make upstream-llmd's output).
-const EnvEPPDir = "E2E_LLMD_DIR"
-
-// DefaultEPPDir is make upstream-llmd's output, relative to the module root.
+// DefaultEPPDir is make upstream-llmd's output, relative to the module root;
+// a caller names another (LoadEPP's dir: the suite's sim.llmdDir).
 const DefaultEPPDir = ".upstream-llmd"
 
 // EPPInstallCommand is what a user runs to build llm-d-router's EPP; where
@@ -47,26 +44,19 @@ type EPPInstall struct {
 	BinarySHA256   string `json:"binarySHA256"`
 }
 
-// EPPDir is make upstream-llmd's directory: $E2E_LLMD_DIR, else
-// .upstream-llmd in the module root found from the working directory.
-func EPPDir() (string, error) { return moduleDir(EnvEPPDir, DefaultEPPDir) }
-
-// LoadEPP reads the build in dir ("" is EPPDir()). Its errors are one line
+// LoadEPP reads the build in dir ("": DefaultEPPDir in the module root). Its errors are one line
 // saying what to run.
 func LoadEPP(dir string) (*EPPInstall, error) {
-	if dir == "" {
-		d, err := EPPDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+	dir, err := buildDir(dir, DefaultEPPDir)
+	if err != nil {
+		return nil, err
 	}
-	manifest := filepath.Join(dir, "manifest.json")
+	manifest := filepath.Join(dir, manifestFile)
 	b, err := os.ReadFile(manifest)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w (no %s): run `%s` (go install from the module proxy, or LLMD_ROUTER_SRC and LLMD_KV_CACHE_SRC "+
 			"naming checkouts of llm-d-router v0.10.0 and llm-d-kv-cache where the proxy does not serve github.com/llm-d; docs/upstream-llmd.md), "+
-			"or set %s to its directory", ErrEPPNotInstalled, manifest, EPPInstallCommand, EnvEPPDir)
+			"or name the directory of another build", ErrEPPNotInstalled, manifest, EPPInstallCommand)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("upstream-llmd: %w", err)

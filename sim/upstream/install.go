@@ -26,12 +26,15 @@ import (
 	"github.com/gpustack/routing-conformance/api"
 )
 
-// EnvDir names another manifest directory than the module's .routers: the
-// router-upgrade preview builds another version into a directory of its own.
-const EnvDir = "E2E_ROUTERS_DIR"
-
-// DefaultDir is the manifest directory, relative to the module root.
+// DefaultDir is the manifest directory, relative to the module root. A
+// caller names another (Load's dir): the suite passes its config's
+// sim.routersDir, which the router-upgrade preview points at another
+// version's build.
 const DefaultDir = ".routers"
+
+// manifestFile is what make routers and make upstream-llmd write into their
+// directories, beside the binaries: what was built, from what.
+const manifestFile = "manifest.json"
 
 // InstallCommand is what a user runs to build or repair the routers.
 const InstallCommand = "make routers"
@@ -104,16 +107,16 @@ func Routers() []string { return []string{api.RouterVLLM, api.RouterSGLang} }
 // is a Go program of its own: docs/routers-from-source.md).
 func Supports(router string) bool { return slices.Contains(Routers(), router) }
 
-// Dir is the manifest directory: $E2E_ROUTERS_DIR, else .routers in the
-// module root found from the working directory.
-func Dir() (string, error) { return moduleDir(EnvDir, DefaultDir) }
-
-// moduleDir is $env, else def in the module root found from the working
-// directory.
-func moduleDir(env, def string) (string, error) {
-	if d := os.Getenv(env); d != "" {
-		return filepath.Abs(d)
+// buildDir is dir made absolute, or def in the module root when dir is "".
+func buildDir(dir, def string) (string, error) {
+	if dir == "" {
+		return moduleDir(def)
 	}
+	return filepath.Abs(dir)
+}
+
+// moduleDir is def in the module root found from the working directory.
+func moduleDir(def string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -124,21 +127,20 @@ func moduleDir(env, def string) (string, error) {
 			return filepath.Join(d, def), nil
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod of github.com/gpustack/routing-conformance above %s; set %s to the directory the build wrote", wd, env)
+			return "", fmt.Errorf("no go.mod of github.com/gpustack/routing-conformance above %s to find %s in; name the directory the build wrote", wd, def)
 		}
 	}
 }
 
-// Load reads the build in dir ("" is Dir()). Its errors say what to run.
+// Load reads the build in dir ("": DefaultDir in the module root found
+// from the working directory). Its errors say what to run.
+// A relative dir is taken from the working directory.
 func Load(dir string) (*Install, error) {
-	if dir == "" {
-		d, err := Dir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+	dir, err := buildDir(dir, DefaultDir)
+	if err != nil {
+		return nil, err
 	}
-	manifest := filepath.Join(dir, "manifest.json")
+	manifest := filepath.Join(dir, manifestFile)
 	b, err := os.ReadFile(manifest)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w (no %s): run `%s` (builds vllm-router and sgl-model-gateway from their pinned sources with cargo; about 20 minutes cold on 2 cores, cached after)",

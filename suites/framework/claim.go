@@ -12,24 +12,6 @@ import (
 	"github.com/gpustack/routing-conformance/fixtures"
 )
 
-// Labels every claim's spec carries besides router:, engine:, policy: and
-// feature:: claim:documented, claim:extended or claim:resilience (the claims
-// entry's kind in fixtures/expect.yaml), and the topology.
-const (
-	LabelDocumented = "claim:documented"
-	// LabelExtended marks claims beyond the routing page, whose outcomes
-	// are derived from the routers' algorithms; LabelResilience the faults
-	// injected mid-traffic.
-	LabelExtended   = "claim:extended"
-	LabelResilience = "claim:resilience"
-	LabelServer     = "topology:server"
-	// LabelPD marks a claim run on prefill/decode pairs.
-	LabelPD = "topology:pd"
-	// LabelNeedsGPU marks specs that run engines: on a real cluster they
-	// need accelerators; `--label-filter='!needs:gpu'` runs the rest.
-	LabelNeedsGPU = "needs:gpu"
-)
-
 // Claim is one row of a suite's registry: a claim, the type of its rows in
 // fixtures/expect.yaml, and how the suite runs it. Its name is the claim's
 // one name everywhere: the claims[].name of expect.yaml, the feature:<name>
@@ -372,23 +354,15 @@ func (r *Registry) Cases(claim string, p api.Pair) []Case {
 	return nil
 }
 
-// kindLabel is claim:<kind>.
-func kindLabel(kind string) string {
-	if kind == "" {
-		kind = fixtures.KindDocumented
-	}
-	return "claim:" + kind
-}
-
 // labels are a claim's labels for pair p (the pair's own come from its
 // container).
 func labels(c registered, p api.Pair) []string {
 	i := c.info()
-	topology := LabelServer
+	topology := fixtures.LabelServer
 	if i.PD {
-		topology = LabelPD
+		topology = fixtures.LabelPD
 	}
-	out := append([]string{kindLabel(i.Kind), fixtures.FeatureLabel(i.Name), topology}, i.Labels...)
+	out := append([]string{fixtures.ClaimLabel(i.Kind), fixtures.FeatureLabel(i.Name), topology}, i.Labels...)
 	if i.PolicyLabel {
 		out = append(out, policyLabel(c.row(p).RouterArgs, p))
 	}

@@ -8,9 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -22,17 +20,10 @@ import (
 	"github.com/gpustack/routing-conformance/config"
 )
 
-// EnvTestOnlyReplaceEngines, set to a true value, turns on the sim
-// operator's TestOnlyReplaceEnginesOnRouterEdit: a test of the edit guard
-// (cmd/e2e) runs the suite against an operator whose router edits replace
-// engine Pods. Nothing else sets it.
-const EnvTestOnlyReplaceEngines = "E2E_SIM_TEST_ONLY_REPLACE_ENGINES_ON_ROUTER_EDIT"
-
 // newCluster builds the configured target for this process.
 func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Cluster, error) {
 	switch cfg.Target {
 	case config.TargetSim:
-		replaceEngines, _ := strconv.ParseBool(os.Getenv(EnvTestOnlyReplaceEngines))
 		versions := map[string]string{}
 		for _, e := range cfg.Engines {
 			versions[e.Name] = e.Version
@@ -45,21 +36,27 @@ func newCluster(ctx context.Context, cfg *config.Config, s shared) (clusters.Clu
 			},
 			EngineVersions: versions,
 			// The llm-d EPPs' tie-break follows the run's seed (--seed).
-			PickerSeed:                         uint64(GinkgoRandomSeed()),
-			TestOnlyReplaceEnginesOnRouterEdit: replaceEngines,
+			PickerSeed: uint64(GinkgoRandomSeed()),
+			// A test of the edit guard (cmd/e2e) runs the suite against an
+			// operator whose router edits replace engine Pods.
+			TestOnlyReplaceEnginesOnRouterEdit: cfg.Sim.TestOnlyReplaceEnginesOnRouterEdit,
 		}
 		// vllm-router and sglang-gateway run as their built binaries (make
-		// routers); a run that qualifies neither needs no build. sim.llmd:
-		// upstream runs llm-d-router's own EPP (make upstream-llmd) as the
+		// routers, or the build sim.routersDir names); a run that qualifies
+		// neither needs no build. sim.llmd: upstream runs llm-d-router's own
+		// EPP (make upstream-llmd, or the build sim.llmdDir names) as the
 		// llm-d-router pairs' epp container.
 		builds := sim.Builds{
-			Routers: slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return sim.RunsBuiltRouter(r.Name) }),
+			Routers:    slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return sim.RunsBuiltRouter(r.Name) }),
+			RoutersDir: cfg.Sim.RoutersDir,
 			LLMD: cfg.Sim.LLMD == config.SimLLMDUpstream &&
 				slices.ContainsFunc(cfg.Routers, func(r config.Router) bool { return r.Name == api.RouterLLMD }),
+			LLMDDir: cfg.Sim.LLMDDir,
 		}
 		c, err := sim.Open(opts, builds)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
+			return nil, fmt.Errorf("%s (sim.routersDir or %s, sim.llmdDir or %s name other builds): %w",
+				cfg.File(), config.EnvRoutersDir, config.EnvLLMDDir, err)
 		}
 		return c, nil
 	case config.TargetKube, config.TargetKind:
@@ -115,13 +112,14 @@ func kubeIntervals(cfg *config.Config) kube.Intervals {
 func createKindCluster(ctx context.Context, cfg *config.Config, s shared) string {
 	GinkgoHelper()
 	c, err := kind.Create(ctx, kind.Options{
-		Name:      cfg.Kind.ClusterName,
-		Config:    cfg.Kind.Config,
-		NodeImage: cfg.Kind.NodeImage,
-		Chart:     cfg.Kind.OperatorChart,
-		Keep:      cfg.Kind.KeepCluster,
-		Kube:      kubeOptions(cfg, s),
-		Logf:      GinkgoWriter.Printf,
+		Name:       cfg.Kind.ClusterName,
+		Config:     cfg.Kind.Config,
+		NodeImage:  cfg.Kind.NodeImage,
+		Chart:      cfg.Kind.OperatorChart,
+		Keep:       cfg.Kind.KeepCluster,
+		KeepReason: "kind.keepCluster is set in " + cfg.Origin("kind.keepCluster"),
+		Kube:       kubeOptions(cfg, s),
+		Logf:       GinkgoWriter.Printf,
 	})
 	if err != nil {
 		Fail(fmt.Sprintf("creating the kind cluster: %v", err))

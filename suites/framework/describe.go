@@ -1,10 +1,8 @@
 package framework
 
 import (
-	"fmt"
 	"os"
 	"slices"
-	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -12,23 +10,11 @@ import (
 	"github.com/gpustack/routing-conformance/fixtures"
 )
 
-// EnvIsolate, set to a true value (E2E_ISOLATE=1), gives every case a
-// deployment of its own again instead of sharing one per pair and router
-// args: for debugging a claim without the history of the others.
-const EnvIsolate = "E2E_ISOLATE"
-
-// Isolated reads E2E_ISOLATE: unset or empty is false.
-func Isolated() (bool, error) {
-	v := os.Getenv(EnvIsolate)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q: expected true or false (1 or 0)", EnvIsolate, v)
-	}
-	return b, nil
-}
+// Isolated reads E2E_ISOLATE (config.Isolated): set to a true value, it
+// gives every case a deployment of its own again instead of sharing one per
+// pair and router args, for debugging a claim without the history of the
+// others. Unset or empty is false.
+func Isolated() (bool, error) { return config.Isolated(os.LookupEnv) }
 
 // Describe defines the whole spec tree from the registry's plan: a
 // container per documented pair (labelled router:, engine:) holding, per

@@ -98,7 +98,7 @@ func (r *Registry) Suite() bool {
 			env.Target = suite.Config.Target
 		}
 		// E2E_TARGET names the target when the config did not load.
-		files, err := report.Write(dir, rep, report.Meta{Environment: env, Config: suite.Config, Target: os.Getenv("E2E_TARGET"),
+		files, err := report.Write(dir, rep, report.Meta{Environment: env, Config: suite.Config, Target: os.Getenv(config.EnvTarget),
 			RepoRoot: filepath.Dir(repositoryConfig()), Projection: r.projection(suite.Config, rep)})
 		for _, f := range files {
 			fmt.Fprintf(GinkgoWriter, "wrote %s\n", f)
@@ -168,7 +168,7 @@ func RepositoryFile(name string) string {
 }
 
 // repositoryConfig is the repository's e2e.yaml.
-func repositoryConfig() string { return RepositoryFile("e2e.yaml") }
+func repositoryConfig() string { return RepositoryFile(config.DefaultFile) }
 
 // artifactsDir is where reports go, even when the config failed to load.
 func artifactsDir(cfg *config.Config) string {
@@ -177,8 +177,8 @@ func artifactsDir(cfg *config.Config) string {
 		return cfg.Artifacts
 	case *flagArtifacts != "":
 		return *flagArtifacts
-	case os.Getenv("ARTIFACTS") != "":
-		return os.Getenv("ARTIFACTS")
+	case os.Getenv(config.EnvArtifacts) != "":
+		return os.Getenv(config.EnvArtifacts)
 	}
 	return filepath.Join(filepath.Dir(repositoryConfig()), "artifacts")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ func (in Spec) ChatPlan(ctx context.Context, dep clusters.Deployment, requests i
 
 // progressSink is this process's line to cmd/e2e's live traffic display;
 // nil when the suite runs without it.
-var progressSink = sync.OnceValue(progress.Open)
+var progressSink = sync.OnceValue(func() *progress.Sink { return progress.Open(os.Getenv(config.EnvProgressFIFO)) })
 
 // withProgress makes plan report its traffic as it goes: to cmd/e2e, which
 // draws a live line per spec, or, when the suite runs without it, as a line

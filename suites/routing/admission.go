@@ -126,7 +126,7 @@ func AdmissionSpec(input func() framework.Input[AdmissionRow]) {
 		Expect(creates).To(assertions.HaveEachBeenRefused("spec.router.extraArgs[0]"))
 	})
 
-	It("admits the flags it does not own, such as --policy", Label(framework.LabelNeedsGPU), func(ctx SpecContext) {
+	It("admits the flags it does not own, such as --policy", Label(fixtures.LabelNeedsGPU), func(ctx SpecContext) {
 		if len(adm.Admitted) == 0 {
 			Skip("the documentation names no admitted flag for " + in.Pair.Router)
 		}

@@ -31,7 +31,7 @@ var _ = framework.Add(Registry, framework.Claim[AffinityRow]{
 	Title: "Prefix affinity",
 	Asserts: "serial chats sharing ~500 characters, streaming and not in turn: no failures; the split from engine counter " +
 		"deltas matches (all on one replica for vllm-router, sglang-gateway, llm-d+SGLang)",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	Specs: func(input func() framework.Input[AffinityRow]) {
 		AffinitySpec(func() AffinitySpecInput { return AffinitySpecInput{Input: input()} })

@@ -31,7 +31,7 @@ var _ = framework.Add(Registry, framework.Claim[BadPolicyRow]{
 		"router Pod at startup: exit 2, clap's message (with its tip where clap gives one), never Ready while the previous " +
 		"router Pod keeps serving (RouterReady stays True); edited back, the router is Ready again with the same engine Pods " +
 		"(created with the value under `E2E_ISOLATE=1`: RouterReady False, never Ready)",
-	Labels: []string{"policy:invalid", framework.LabelNeedsGPU},
+	Labels: []string{"policy:invalid", fixtures.LabelNeedsGPU},
 	// Each bad value is edited into the pair's shared deployment and back
 	// once the refusal is confirmed (framework.Spec.Refuse).
 	Cases: func(_ fixtures.Row, r BadPolicyRow) []framework.Case { return r.BadPolicy.cases(nil) },

@@ -55,7 +55,7 @@ var _ = framework.Add(Registry, framework.Claim[BadThresholdRow]{
 		"clap's value-parser error and exit 2; one out of the policy's range with `Error: InvalidValue {...}` and exit 1; " +
 		"never Ready while the previous router Pod keeps serving, then edited back (the router exits before it looks at a " +
 		"worker, so the shared deployment's engines show the same as one engine would)",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	// Each value is edited into the pair's shared deployment and back once
 	// the refusal is confirmed (framework.Spec.Refuse).

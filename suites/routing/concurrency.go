@@ -54,7 +54,7 @@ var _ = framework.Add(Registry, framework.Claim[ConcurrencyRow]{
 		"uses both replicas at every level (chat routes on \"\", least in flight), sglang-gateway keeps each level on one " +
 		"replica (prefix match; the imbalance rule needs more than 64 in flight); llm-d recorded; split, errors, latency " +
 		"and TTFT p50/p95/p99 per level in a sweep chart",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	// The default deployment: each level's prompts start with a fresh
 	// nonce and its split is a delta over its own requests.

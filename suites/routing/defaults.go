@@ -15,6 +15,7 @@ import (
 	"github.com/gpustack/routing-conformance/assertions/routerlog"
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/suites/framework"
 )
 
@@ -62,7 +63,7 @@ var _ = framework.Add(Registry, framework.Claim[DefaultsRow]{
 	Asserts: "with no policy flag the banner reads `policy: CacheAware { cache_threshold: 0.3, balance_abs_threshold: 64, " +
 		"balance_rel_threshold: 1.5, ... }`; llm-d-router's rendered `epp.yaml` (read from the router ConfigMap) and its " +
 		"effective-configuration log line score prefix-cache 3, queue 2, kv-cache-utilization 2",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	Specs:       DefaultsSpec,
 })

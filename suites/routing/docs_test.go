@@ -13,7 +13,8 @@ import (
 var updateDocs = flag.Bool("update-docs", false, "write the generated blocks of README.md and e2e.yaml (make docs)")
 
 // The README's claims and deployment tables and e2e.yaml's list of claim
-// names are generated from the registry; make docs writes them, and make
+// names are generated from the registry, the README's table of environment
+// variables from config's; make docs writes them, and make
 // unit fails here, naming the file, when one is stale.
 func TestGeneratedDocsAreCurrent(t *testing.T) {
 	root := filepath.Join("..", "..")
@@ -22,6 +23,7 @@ func TestGeneratedDocsAreCurrent(t *testing.T) {
 	}{
 		{"README.md", "claims", Registry.ClaimsTable("suites/routing")},
 		{"README.md", "deployments", Registry.DeploymentsTable(config.Default().Replicas)},
+		{"README.md", "knobs", config.OverridesTable()},
 		{"e2e.yaml", "claims", Registry.ClaimList("#   ", 78)},
 	} {
 		path := filepath.Join(root, g.file)

@@ -75,7 +75,7 @@ func faultClaim(name, title, asserts string, inject Injection) framework.Claim[F
 		Name:    name,
 		Title:   title,
 		Asserts: asserts,
-		Labels:  []string{framework.LabelNeedsGPU},
+		Labels:  []string{fixtures.LabelNeedsGPU},
 		Mutates: true,
 		Specs: func(input func() framework.Input[FaultRow]) {
 			FaultSpec(func() FaultSpecInput { return FaultSpecInput{Input: input(), Inject: inject} })

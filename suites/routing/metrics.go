@@ -31,7 +31,7 @@ var _ = framework.Add(Registry, framework.Claim[MetricsRow]{
 	Title: "Per-worker metrics",
 	Asserts: "each router's documented per-worker series exist after traffic, and their `worker` labels name exactly " +
 		"the replicas' addresses",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	Specs:       PerWorkerMetricsSpec,
 })

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/routing-conformance/assertions"
+	"github.com/gpustack/routing-conformance/fixtures"
 	"github.com/gpustack/routing-conformance/suites/framework"
 	"github.com/gpustack/routing-conformance/traffic"
 )
@@ -54,7 +55,7 @@ var _ = framework.Add(Registry, framework.Claim[ModelsRow]{
 		"and exactly the served model name on every pair; `owned_by` and the content type say who answered (vllm-router " +
 		"relays its first worker's list, sglang-gateway lists its registry as `text/plain`, llm-d-router sends the " +
 		"bodiless GET to a random engine)",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	// The default deployment: a GET of the model list changes no routing
 	// state, and no other claim's outcome depends on one.

@@ -25,7 +25,7 @@ var _ = framework.Add(Registry, framework.Claim[PDBadPolicyRow]{
 		"deployment, stops the new router Pod with clap's error for that flag and exit 2, never Ready while the previous " +
 		"router Pod keeps serving, then edited back",
 	PD:     true,
-	Labels: []string{"policy:invalid", framework.LabelNeedsGPU},
+	Labels: []string{"policy:invalid", fixtures.LabelNeedsGPU},
 	// Each bad value is edited into the prefill/decode deployment of the
 	// row's shape and back (BadPolicySpec): the router exits while parsing
 	// its flags, before it looks at a worker, so the pool sizes do not

@@ -66,7 +66,7 @@ var _ = framework.Add(Registry, framework.Claim[PDDecisionRow]{
 		"(`nonCachedTokens` 8); short completions are `decode-only`, long unrelated ones `prefill-decode`, counted by " +
 		"`llm_d_epp_disagg_decision_total{decision_type}` and by the engines each reaches",
 	PD:          true,
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	Cases:       func(row fixtures.Row, r PDDecisionRow) []framework.Case { return r.PD.shared(row.RouterArgs) },
 	Specs:       PDDecisionSpec,

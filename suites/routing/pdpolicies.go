@@ -17,7 +17,7 @@ var _ = framework.Add(Registry, framework.Claim[PDTrafficRow]{
 		"and keep decodes on one replica; on sglang-gateway the operator's IGW mode builds both pools from `--policy`, so " +
 		"the pool flags show in the banner and route nothing",
 	PD:          true,
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	Cases:       func(row fixtures.Row, r PDTrafficRow) []framework.Case { return r.PD.shared(row.RouterArgs) },
 	Specs:       PDPoliciesSpec,

@@ -18,7 +18,7 @@ var _ = framework.Add(Registry, framework.Claim[PDTrafficRow]{
 		"`vllm_router_pd_decode_requests_total{worker}` +4 per worker of their pool, " +
 		"`smg_worker_selection_total{worker_type=\"prefill\"\\|\"decode\"}` +8 each",
 	PD:          true,
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	Cases:       func(row fixtures.Row, r PDTrafficRow) []framework.Case { return r.PD.shared(row.RouterArgs) },
 	Specs:       PDPoolsSpec,

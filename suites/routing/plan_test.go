@@ -22,7 +22,7 @@ func repositoryConfig(t *testing.T) *config.Config {
 // shape, the figures issue 17 asks for (documented <= 8 engine Pods,
 // documented + extended <= 20, every claim <= 24).
 func TestThePlanOfTheDefaultSelection(t *testing.T) {
-	t.Setenv(framework.EnvIsolate, "")
+	t.Setenv(config.EnvIsolate, "")
 	cfg := repositoryConfig(t)
 	plan, err := Registry.PlanFor(cfg, "")
 	if err != nil {
@@ -63,7 +63,7 @@ func TestThePlanOfTheDefaultSelection(t *testing.T) {
 		t.Errorf("projection %+v", p)
 	}
 	// E2E_ISOLATE: a deployment per case, as before the edits.
-	t.Setenv(framework.EnvIsolate, "1")
+	t.Setenv(config.EnvIsolate, "1")
 	iso, err := Registry.PlanFor(cfg, "")
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestThePlanOfTheDefaultSelection(t *testing.T) {
 // values of vllm-router alone are one server deployment, created with the
 // router's defaults, each value edited in and back.
 func TestThePlanOfALabelFilteredSelection(t *testing.T) {
-	t.Setenv(framework.EnvIsolate, "")
+	t.Setenv(config.EnvIsolate, "")
 	cfg := repositoryConfig(t)
 	plan, err := Registry.PlanFor(cfg, "feature:badpolicy && router:vllm-router")
 	if err != nil {

@@ -131,7 +131,7 @@ func policyClaim(name, title, asserts string) framework.Claim[PolicyRow] {
 		Name:        name,
 		Title:       title,
 		Asserts:     asserts,
-		Labels:      []string{framework.LabelNeedsGPU},
+		Labels:      []string{fixtures.LabelNeedsGPU},
 		PolicyLabel: true,
 		Specs: func(input func() framework.Input[PolicyRow]) {
 			PolicySpec(func() PolicySpecInput { return PolicySpecInput{Input: input()} })

@@ -30,7 +30,7 @@ var _ = framework.Add(Registry, framework.Claim[RoundRobinRow]{
 	Title: "Round robin",
 	Asserts: "`--policy round_robin`: banner `policy: RoundRobin`; 120 requests give 60/60; " +
 		"`vllm_router_policy_decisions_total{policy=\"round_robin\"}` +60 per worker; `smg_worker_selection_total{policy=\"round_robin\"}` +120",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	Specs: func(input func() framework.Input[RoundRobinRow]) {
 		RoundRobinSpec(func() RoundRobinSpecInput { return RoundRobinSpecInput{Input: input()} })

@@ -58,7 +58,7 @@ var _ = framework.Add(Registry, framework.Claim[RouterReplicasRow]{
 	Asserts: "`router.replicas: 2` behind the router Service: a kept-alive client stays on one router Pod; a connection " +
 		"per request spreads over both within a binomial bound; each router Pod keeps its own requests on one replica " +
 		"(llm-d + vLLM: recorded, its picks fall to KV usage and random ties); split and per-router-Pod counts reported",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	Mutates:     true,
 	Specs: func(input func() framework.Input[RouterReplicasRow]) {

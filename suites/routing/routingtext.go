@@ -111,7 +111,7 @@ var _ = framework.Add(Registry, framework.Claim[RoutingTextRow]{
 		"meanwhile, then serial requests of each: completions keep one replica per prefix on both routers; vllm-router " +
 		"chat follows `session_params.session_id` (blank ids route on \"\") and otherwise lands on one replica; " +
 		"sglang-gateway chat keeps one replica per prefix and ignores session ids; unrelated serial chats on one replica",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	// The default deployment: every case's keys are fresh (a new nonce or
 	// random session ids), its splits are deltas over its own requests, and

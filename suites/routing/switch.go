@@ -67,7 +67,7 @@ var _ = framework.Add(Registry, framework.Claim[SwitchRow]{
 		"Pod (new UID) with the new banner and empty state, engine Pods unchanged (same UIDs), 60/60 after the first edit " +
 		"and all on one replica after the second, failed requests within the stated bound (llm-d: `--v 3`, no policy); and no " +
 		"edit of the pair's router args by the suite itself in the run replaced an engine Pod (the edit guard)",
-	Labels:  []string{framework.LabelNeedsGPU},
+	Labels:  []string{fixtures.LabelNeedsGPU},
 	Mutates: true,
 	Specs: func(input func() framework.Input[SwitchRow]) {
 		SwitchSpec(func() SwitchSpecInput { return SwitchSpecInput{Input: input()} })

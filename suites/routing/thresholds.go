@@ -89,7 +89,7 @@ var _ = framework.Add(Registry, framework.Claim[ThresholdsRow]{
 		"the shared deployment (a new router Pod): the banner shows the value, and 8 prefix-sharing completions held in flight " +
 		"one after another split 8/0, 4/4, 5/3, 6/2 by the router's in-flight gauge and the engines; vllm-router's " +
 		"imbalance counter +0, +0, +3, +2",
-	Labels:      []string{framework.LabelNeedsGPU},
+	Labels:      []string{fixtures.LabelNeedsGPU},
 	PolicyLabel: true,
 	// Each case runs on the shared deployment with its own args (edited in
 	// when they differ: a new router Pod, with nothing held or in flight);

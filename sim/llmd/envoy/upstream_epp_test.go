@@ -19,28 +19,21 @@ import (
 	"github.com/gpustack/routing-conformance/sim/llmd/extproc"
 	"github.com/gpustack/routing-conformance/sim/llmd/llmdtest"
 	"github.com/gpustack/routing-conformance/sim/proc"
+	"github.com/gpustack/routing-conformance/sim/upstream"
 )
 
-// realEPP is the binary make upstream-llmd built (its manifest's path), or
-// "" when there is none.
+// realEPP is the binary make upstream-llmd built (its manifest's path, in
+// the repository's .upstream-llmd), or "" when there is none.
 func realEPP(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("E2E_LLMD_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", ".upstream-llmd")
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if errors.Is(err, os.ErrNotExist) {
+	in, err := upstream.LoadEPP("")
+	if errors.Is(err, upstream.ErrEPPNotInstalled) {
 		return ""
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m struct{ Binary string }
-	if err := json.Unmarshal(b, &m); err != nil || m.Binary == "" {
-		t.Fatalf("manifest.json: %v", err)
-	}
-	return m.Binary
+	return in.Binary
 }
 
 // TestRealEPPServesTheEmulatedEnvoy runs llm-d-router v0.10.0's own EPP

@@ -23,7 +23,7 @@ import (
 	"github.com/gpustack/routing-conformance/test/apiserver/install"
 	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
-	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
+	"github.com/gpustack/routing-conformance/test/apiserver/suitecompare"
 )
 
 // preflightBound is how long a preflight may take to give its one line when
@@ -53,7 +53,7 @@ func TestPreflightNamesEachMissingVerb(t *testing.T) {
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, namespace(stack.OperatorNamespace), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	repo, err := suiterun.Repo(".")
+	repo, err := suitecompare.Repo(".")
 	if err != nil {
 		t.Fatal(err)
 	}

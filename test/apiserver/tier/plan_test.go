@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
-	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
+	"github.com/gpustack/routing-conformance/test/apiserver/suitecompare"
 )
 
 // make plan on E2E_TARGET=kube reads the free accelerators of the
@@ -25,13 +25,13 @@ func TestPlanChecksThePeakAgainstTheInstanceType(t *testing.T) {
 	s := stack.Start(t, stack.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	repo, err := suiterun.Repo(".")
+	repo, err := suitecompare.Repo(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "e2e-tier.yaml")
-	if err := suiterun.WriteConfig(repo, cfg); err != nil {
+	if err := suitecompare.WriteConfig(repo, cfg); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "e2e")

@@ -20,7 +20,7 @@ import (
 	"github.com/gpustack/routing-conformance/sim/upstream"
 	"github.com/gpustack/routing-conformance/test/apiserver/rbac"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
-	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
+	"github.com/gpustack/routing-conformance/test/apiserver/suitecompare"
 )
 
 // suiteTimeout bounds one run of the routing suite.
@@ -90,22 +90,22 @@ func artifactsDir(t *testing.T, run string) string {
 // the same binary, and leave nothing behind.
 func TestRoutingSuiteOnKube(t *testing.T) {
 	ctx := t.Context()
-	repo, err := suiterun.Repo(".")
+	repo, err := suitecompare.Repo(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
 	start := time.Now()
-	bin, err := suiterun.Build(ctx, repo, work)
+	bin, err := suitecompare.Build(ctx, repo, work)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("built the suite in %s", time.Since(start).Round(time.Second))
 	cfg := filepath.Join(work, "e2e-tier.yaml")
-	if err := suiterun.WriteConfig(repo, cfg); err != nil {
+	if err := suitecompare.WriteConfig(repo, cfg); err != nil {
 		t.Fatal(err)
 	}
-	knobs, err := suiterun.SimKnobs(cfg)
+	knobs, err := suitecompare.SimKnobs(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestRoutingSuiteOnKube(t *testing.T) {
 	}
 	filter := suiteFilter()
 	t.Logf("claims: %q (%s)", filter, envSuiteFilter)
-	results := map[string]suiterun.Result{}
+	results := map[string]suitecompare.Result{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for name, env := range runs {
@@ -145,7 +145,7 @@ func TestRoutingSuiteOnKube(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := suiterun.Run{Binary: bin, Repo: repo, Env: env, Artifacts: artifacts, Timeout: suiteTimeout,
+			r := suitecompare.Run{Binary: bin, Repo: repo, Env: env, Artifacts: artifacts, Timeout: suiteTimeout,
 				LabelFilter: filter}.Exec(ctx)
 			mu.Lock()
 			results[name] = r
@@ -172,7 +172,7 @@ func TestRoutingSuiteOnKube(t *testing.T) {
 // checkRun: the kube run qualified the reference's rows with the same
 // results, on the kube target, and left no namespace of its run and no Pod
 // on the node.
-func checkRun(t *testing.T, s *stack.Stack, name string, reference, got suiterun.Result) {
+func checkRun(t *testing.T, s *stack.Stack, name string, reference, got suitecompare.Result) {
 	t.Helper()
 	if got.Report == nil {
 		t.Errorf("%s: no report.json", name)
@@ -184,7 +184,7 @@ func checkRun(t *testing.T, s *stack.Stack, name string, reference, got suiterun
 	if got.Report.Statistics.Passed == 0 {
 		t.Errorf("%s: no spec passed: %+v", name, got.Report.Statistics)
 	}
-	diff, unsupported := suiterun.Compare(reference.Report, got.Report)
+	diff, unsupported := suitecompare.Compare(reference.Report, got.Report)
 	if len(diff) > 0 {
 		t.Errorf("%s qualifies differently from the sim run:\n  %s", name, strings.Join(diff, "\n  "))
 	}
@@ -203,7 +203,7 @@ func checkRun(t *testing.T, s *stack.Stack, name string, reference, got suiterun
 	}
 }
 
-func resultOf(r suiterun.Result) string {
+func resultOf(r suitecompare.Result) string {
 	if r.Report == nil {
 		return "no report"
 	}
@@ -211,11 +211,11 @@ func resultOf(r suiterun.Result) string {
 	return fmt.Sprintf("%s (%d passed, %d skipped, %d failed)", r.Report.Result, st.Passed, st.Skipped, st.Failed)
 }
 
-func failures(r suiterun.Result) string {
+func failures(r suitecompare.Result) string {
 	if r.Report == nil {
 		return "(no report)"
 	}
-	return strings.Join(r.Report.Failures(), "; ")
+	return strings.Join(suitecompare.Failures(r.Report), "; ")
 }
 
 // tail is the last n lines of s.

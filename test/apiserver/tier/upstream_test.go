@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/gpustack/routing-conformance/api"
+	"github.com/gpustack/routing-conformance/report"
 	"github.com/gpustack/routing-conformance/sim/programs"
 	"github.com/gpustack/routing-conformance/sim/upstream"
 	"github.com/gpustack/routing-conformance/sim/upstream/upstreamtest"
 	"github.com/gpustack/routing-conformance/test/apiserver/stack"
-	"github.com/gpustack/routing-conformance/test/apiserver/suiterun"
+	"github.com/gpustack/routing-conformance/test/apiserver/suitecompare"
 )
 
 // envUpstreamFilter selects the claims the upstream run qualifies.
@@ -40,20 +41,20 @@ func upstreamFilter() string {
 func TestBuiltRoutersDiscoverThroughTheAPIServer(t *testing.T) {
 	in := upstreamtest.Install(t)
 	ctx := t.Context()
-	repo, err := suiterun.Repo(".")
+	repo, err := suitecompare.Repo(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	bin, err := suiterun.Build(ctx, repo, work)
+	bin, err := suitecompare.Build(ctx, repo, work)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(work, "e2e-tier.yaml")
-	if err := suiterun.WriteConfig(repo, cfg); err != nil {
+	if err := suitecompare.WriteConfig(repo, cfg); err != nil {
 		t.Fatal(err)
 	}
-	knobs, err := suiterun.SimKnobs(cfg)
+	knobs, err := suitecompare.SimKnobs(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestBuiltRoutersDiscoverThroughTheAPIServer(t *testing.T) {
 
 	filter := upstreamFilter()
 	t.Logf("claims: %q (%s); routers: %s", filter, envUpstreamFilter, strings.Join(upstream.Routers(), ", "))
-	r := suiterun.Run{Binary: bin, Repo: repo, Artifacts: artifactsDir(t, "kube-upstream"), Timeout: suiteTimeout, LabelFilter: filter,
+	r := suitecompare.Run{Binary: bin, Repo: repo, Artifacts: artifactsDir(t, "kube-upstream"), Timeout: suiteTimeout, LabelFilter: filter,
 		Env: map[string]string{"E2E_TARGET": "kube", "E2E_KUBECONFIG": s.Kubeconfig, "E2E_CONFIG": cfg,
 			"E2E_ROUTERS": strings.Join(upstream.Routers(), ",")}}.Exec(ctx)
 	t.Logf("kube-upstream: %s in %s", resultOf(r), r.Wall.Round(time.Second))
@@ -99,17 +100,17 @@ func TestBuiltRoutersDiscoverThroughTheAPIServer(t *testing.T) {
 }
 
 // checkUpstreamRows: each row of the built routers' pairs with a result passes.
-func checkUpstreamRows(t *testing.T, rep *suiterun.Report) {
+func checkUpstreamRows(t *testing.T, rep *report.Report) {
 	t.Helper()
 	ran := 0
 	for _, c := range rep.Claims {
 		for _, row := range c.Rows {
 			router, _, _ := strings.Cut(row.Pair, "+")
-			if !upstream.Supports(router) || row.Result == "N/A" || row.Result == "NOT RUN" {
+			if !upstream.Supports(router) || row.Result == report.ResultNotApplicable || row.Result == report.ResultNotRun {
 				continue // llm-d-router is not in the run
 			}
 			ran++
-			if row.Result != "PASS" {
+			if row.Result != report.ResultPass {
 				t.Errorf("%s / %s: %s with the built routers discovering through the API server, want PASS: %s",
 					c.Name, row.Pair, row.Result, strings.Join(row.Reasons, "; "))
 			} else {

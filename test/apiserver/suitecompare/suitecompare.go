@@ -1,15 +1,17 @@
-// Package suiterun runs the routing suite (suites/routing) unchanged as a
-// subprocess: its test binary, built once from the repository, with the
-// suite's own environment overrides (E2E_TARGET, E2E_KUBECONFIG, E2E_CONFIG,
-// E2E_ROUTERS, ARTIFACTS), and reads back the qualification report it
-// wrote, so two runs (the sim, and kube against the tier's API server) can
-// be compared row by row.
-package suiterun
+// Package suitecompare is the tier's comparison of suite runs: it runs the
+// routing suite (suites/routing) unchanged as a subprocess, its test binary
+// built once from the repository, with the suite's own environment
+// overrides (E2E_TARGET, E2E_KUBECONFIG, E2E_CONFIG, E2E_ROUTERS,
+// ARTIFACTS), reads back the qualification report it wrote (report.Load),
+// and compares two runs (the sim, and kube against the tier's API server)
+// row by row. make e2e's way of running the suite (the Ginkgo CLI, the live
+// progress line, Ctrl-C) is internal/suiterun's; this package runs the
+// binary directly, several runs at once, and compares them.
+package suitecompare
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +26,8 @@ import (
 
 	"github.com/gpustack/routing-conformance/clusters"
 	"github.com/gpustack/routing-conformance/config"
+	"github.com/gpustack/routing-conformance/internal/suiterun"
+	"github.com/gpustack/routing-conformance/report"
 )
 
 // Intervals are the kube intervals of the tier's suite config: the tier's
@@ -45,13 +49,13 @@ var Intervals = map[string][2]string{
 // (model, engines, routers, traffic, the sim's intervals) stays the
 // repository's.
 func WriteConfig(repo, file string) error {
-	b, err := os.ReadFile(filepath.Join(repo, "e2e.yaml"))
+	b, err := os.ReadFile(filepath.Join(repo, config.DefaultFile))
 	if err != nil {
 		return err
 	}
 	var cfg map[string]any
 	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return fmt.Errorf("e2e.yaml: %w", err)
+		return fmt.Errorf("%s: %w", config.DefaultFile, err)
 	}
 	iv := map[string]any{}
 	for k, v := range Intervals {
@@ -84,9 +88,6 @@ func SimKnobs(file string) (config.Sim, error) {
 	return cfg.Sim, nil
 }
 
-// SuitePackage is the suite this package runs, relative to the repository.
-const SuitePackage = "./suites/routing"
-
 // Repo finds the repository root (the main module's go.mod) above dir.
 func Repo(dir string) (string, error) {
 	dir, err := filepath.Abs(dir)
@@ -100,7 +101,7 @@ func Repo(dir string) (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("suiterun: no github.com/gpustack/routing-conformance go.mod above the working directory")
+			return "", errors.New("suitecompare: no github.com/gpustack/routing-conformance go.mod above the working directory")
 		}
 		dir = parent
 	}
@@ -109,11 +110,9 @@ func Repo(dir string) (string, error) {
 // Build compiles the suite's test binary into dir (without -race: the
 // suite's own packages are race-tested by make test) and returns its path.
 func Build(ctx context.Context, repo, dir string) (string, error) {
-	bin := filepath.Join(dir, "routing.test")
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, SuitePackage)
-	cmd.Dir = repo
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build %s: %v\n%s", SuitePackage, err, out)
+	bin := filepath.Join(dir, suiterun.SuiteBinary)
+	if err := suiterun.BuildSuite(ctx, "go", repo, bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 }
@@ -140,7 +139,7 @@ type Result struct {
 	Output string
 	// Err is the exit error (nil: the suite passed).
 	Err    error
-	Report *Report
+	Report *report.Report
 	// Wall is how long the run took.
 	Wall time.Duration
 }
@@ -151,14 +150,14 @@ func (r Run) Exec(ctx context.Context) Result {
 	defer cancel()
 	// Only the Ginkgo entry: the package's unit tests read the shipped
 	// selection, not this run's E2E_ROUTERS, and make test runs them.
-	args := []string{"-test.v", "-test.run=^TestRouting$", "-test.timeout=" + r.Timeout.String(), "-ginkgo.no-color"}
+	args := []string{"-test.v", suiterun.SuiteRunFlag, "-test.timeout=" + r.Timeout.String(), "-ginkgo.no-color"}
 	if r.LabelFilter != "" {
 		args = append(args, "-ginkgo.label-filter="+r.LabelFilter)
 	}
 	cmd := exec.CommandContext(ctx, r.Binary, args...)
-	cmd.Dir = filepath.Join(r.Repo, SuitePackage)
+	cmd.Dir = filepath.Join(r.Repo, suiterun.SuitePackage)
 	cmd.Env = os.Environ()
-	env := map[string]string{"ARTIFACTS": r.Artifacts}
+	env := map[string]string{config.EnvArtifacts: r.Artifacts}
 	for k, v := range r.Env {
 		env[k] = v
 	}
@@ -171,7 +170,7 @@ func (r Run) Exec(ctx context.Context) Result {
 	start := time.Now()
 	err := cmd.Run()
 	res := Result{Output: out.String(), Err: err, Wall: time.Since(start)}
-	rep, rerr := ReadReport(filepath.Join(r.Artifacts, "report.json"))
+	rep, rerr := report.Load(filepath.Join(r.Artifacts, report.FileJSON))
 	if rerr != nil && res.Err == nil {
 		res.Err = rerr
 	}
@@ -179,105 +178,52 @@ func (r Run) Exec(ctx context.Context) Result {
 	return res
 }
 
-// Report is the part of report.json the tier compares.
-type Report struct {
-	Result      string `json:"result"`
-	Environment struct {
-		Target string   `json:"target"`
-		Notes  []string `json:"notes"`
-	} `json:"environment"`
-	Statistics struct {
-		Total, Passed, Failed, Skipped int
-	} `json:"statistics"`
-	Claims []struct {
-		Name string `json:"name"`
-		Rows []struct {
-			Pair    string   `json:"pair"`
-			Result  string   `json:"result"`
-			Reasons []string `json:"reasons"`
-		} `json:"rows"`
-	} `json:"claims"`
-	Specs []struct {
-		Name   string `json:"name"`
-		Result string `json:"result"`
-		Reason string `json:"reason"`
-	} `json:"specs"`
-}
-
-// ReadReport reads a report.json.
-func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	r := new(Report)
-	if err := json.Unmarshal(b, r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, nil
-}
-
-// row is one result of a report: a claim row or a spec.
-type row struct {
-	result  string
-	reasons []string
-}
-
-// rows is every claim row as "claim pair" and every spec as "spec <name>".
-func (r *Report) rows() map[string]row {
-	out := map[string]row{}
-	for _, c := range r.Claims {
-		for _, x := range c.Rows {
-			out[c.Name+" "+x.Pair] = row{x.Result, x.Reasons}
-		}
-	}
-	for _, s := range r.Specs {
-		out["spec "+s.Name] = row{s.Result, []string{s.Reason}}
-	}
-	return out
-}
-
 // Unsupported is what a skip reason carries when the target cannot inject
 // a fault (clusters.ErrFaultUnsupported): the kube target makes no Pod
 // answer 5xx or hang without a chaos tool in the cluster.
 var Unsupported = clusters.ErrFaultUnsupported.Error()
 
-// Compare lists the rows whose results differ between a and b, or that
-// only one of them has, sorted; a row b skipped because b's target cannot
-// inject the fault is listed in unsupported instead of diff.
-func Compare(a, b *Report) (diff, unsupported []string) {
-	ra, rb := a.rows(), b.rows()
-	for k, v := range ra {
-		w, ok := rb[k]
-		switch {
-		case !ok:
-			diff = append(diff, fmt.Sprintf("%s: %s in %s, absent in %s", k, v.result, a.Environment.Target, b.Environment.Target))
-		case v.result == w.result:
-		case isSkip(w.result) && slices.ContainsFunc(w.reasons, func(r string) bool { return strings.Contains(r, Unsupported) }):
-			unsupported = append(unsupported, fmt.Sprintf("%s: %s in %s, skipped in %s (%s)", k, v.result, a.Environment.Target, b.Environment.Target, Unsupported))
-		default:
-			diff = append(diff, fmt.Sprintf("%s: %s in %s, %s in %s", k, v.result, a.Environment.Target, w.result, b.Environment.Target))
+// Compare lists the rows (claim cells "claim / pair" and specs "spec
+// name") whose results differ between a and b, or that only one of them
+// has, sorted; a row b skipped because b's target cannot inject the fault
+// is listed in unsupported instead of diff. The rows are report.Compare's.
+func Compare(a, b *report.Report) (diff, unsupported []string) {
+	d := report.Compare(a, b, a.Environment.Target)
+	reasons := map[string][]string{}
+	for _, c := range b.Claims {
+		for _, row := range c.Rows {
+			reasons[report.CellName(c.Name, row.Pair)] = row.Reasons
 		}
 	}
-	for k, w := range rb {
-		if _, ok := ra[k]; !ok {
-			diff = append(diff, fmt.Sprintf("%s: absent in %s, %s in %s", k, a.Environment.Target, w.result, b.Environment.Target))
+	for _, s := range b.Specs {
+		reasons[specRow(s.Name)] = []string{s.Reason}
+	}
+	changes := slices.Clone(d.Claims)
+	for _, c := range d.Specs {
+		c.Name = specRow(c.Name)
+		changes = append(changes, c)
+	}
+	ta, tb := a.Environment.Target, b.Environment.Target
+	for _, c := range changes {
+		if c.After == report.ResultSkip && slices.ContainsFunc(reasons[c.Name], func(r string) bool { return strings.Contains(r, Unsupported) }) {
+			unsupported = append(unsupported, fmt.Sprintf("%s: %s in %s, skipped in %s (%s)", c.Name, c.Before, ta, tb, Unsupported))
+			continue
 		}
+		diff = append(diff, fmt.Sprintf("%s: %s in %s, %s in %s", c.Name, c.Before, ta, c.After, tb))
 	}
 	sort.Strings(diff)
 	sort.Strings(unsupported)
 	return diff, unsupported
 }
 
-func isSkip(result string) bool {
-	return strings.EqualFold(result, "SKIP") || strings.EqualFold(result, "skipped")
-}
+// specRow is a spec's row name in Compare's lists.
+func specRow(name string) string { return "spec " + name }
 
-// Failures lists the failed specs with their reasons.
-func (r *Report) Failures() []string {
+// Failures lists the failed specs of r with their reasons.
+func Failures(r *report.Report) []string {
 	var out []string
 	for _, s := range r.Specs {
-		if strings.EqualFold(s.Result, "FAIL") || strings.EqualFold(s.Result, "failed") {
+		if s.Result == report.ResultFail {
 			out = append(out, s.Name+": "+firstLine(s.Reason))
 		}
 	}
