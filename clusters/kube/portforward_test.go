@@ -19,7 +19,7 @@ import (
 // fake API server, echo servers), that no goroutine the test started is left.
 func checkLeaks(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(spdystreamShutdown, ignore)...) })
 }
 
 func echoServer(t *testing.T, name string) *httptest.Server {

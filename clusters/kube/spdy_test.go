@@ -31,16 +31,38 @@ type fakePortForwardServer struct {
 
 	mu    sync.Mutex
 	conns []httpstream.Connection
+	raw   []net.Conn // every accepted TCP connection, hijacked ones included
 	paths []string
 	wg    sync.WaitGroup
 }
 
+// rawConnListener records each accepted connection: httptest forgets a
+// connection once it is hijacked for the SPDY upgrade, so its Close and
+// CloseClientConnections never reach them.
+type rawConnListener struct {
+	net.Listener
+	f *fakePortForwardServer
+}
+
+func (l rawConnListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.f.mu.Lock()
+		l.f.raw = append(l.f.raw, c)
+		l.f.mu.Unlock()
+	}
+	return c, err
+}
+
 func newFakePortForwardServer(t *testing.T, backend string) *fakePortForwardServer {
 	f := &fakePortForwardServer{t: t, backend: backend}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	f.srv.Listener = rawConnListener{f.srv.Listener, f}
+	f.srv.Start()
 	t.Cleanup(func() {
-		f.dropAll()
+		// Stop accepting first, so no connection arrives after dropAll.
 		f.srv.Close()
+		f.dropAll()
 		f.wg.Wait()
 	})
 	return f
@@ -119,13 +141,20 @@ func (f *fakePortForwardServer) handleStream(conn httpstream.Connection, sr stre
 	_ = up.Close()
 }
 
-// dropAll closes every upgraded connection: the API server going away.
+// dropAll closes every upgraded connection and then its TCP connection: the
+// API server going away. The SPDY GoAway alone is not enough: spdystream's
+// shutdown (with no close timeout) waits until the peer's streams are gone,
+// which happens only when the TCP connection ends, so both sides would wait
+// on each other and leak their shutdown goroutines.
 func (f *fakePortForwardServer) dropAll() {
 	f.mu.Lock()
-	conns := f.conns
-	f.conns = nil
+	conns, raw := f.conns, f.raw
+	f.conns, f.raw = nil, nil
 	f.mu.Unlock()
 	for _, c := range conns {
+		_ = c.Close()
+	}
+	for _, c := range raw {
 		_ = c.Close()
 	}
 }
