@@ -20,6 +20,7 @@ func TestCheckNamesEveryCrossing(t *testing.T) {
 	}
 	want := []string{
 		"crossing/clusters/clusters.go:6 clusters -> assertions",
+		"crossing/internal/ansi/ansi.go:4 internal/ansi -> api",
 		"crossing/sim/engine/engine.go:6 sim/engine -> clusters",
 		"crossing/sim/engine/engine_test.go:7 sim/engine -> report",
 		"crossing/suites/suites.go:4 suites -> sim/engine",

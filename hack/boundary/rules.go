@@ -32,7 +32,8 @@ func not(f func(string) bool) func(string) bool { return func(s string) bool { r
 // Rules are the project's boundaries (docs/architecture.md): the sim knows
 // router and engine internals and nothing of the suite; only the sim's
 // target adapter, its standalone program and the API-server tier run it;
-// the targets know nothing of the assertions, the specs or the report.
+// the targets know nothing of the assertions, the specs or the report;
+// the shared helpers know nothing of the project.
 var Rules = []Rule{
 	{
 		Name: "sim/ imports only api/ and sim/",
@@ -52,4 +53,13 @@ var Rules = []Rule{
 		From: under("clusters"),
 		To:   under("assertions", "suites", "report"),
 	},
+	{
+		Name: "internal/ansi, yamlbind, exposition and progress import nothing of the project",
+		Fix:  "every layer uses these helpers, so they sit below all of them: keep project facts out, or move the code to the layer that knows them",
+		From: under(Helpers...),
+		To:   func(string) bool { return true },
+	},
 }
+
+// Helpers are the leaf packages under internal/ that any layer may import.
+var Helpers = []string{"internal/ansi", "internal/yamlbind", "internal/exposition", "internal/progress"}
