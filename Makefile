@@ -121,7 +121,7 @@ bench-dist: ## bin/bench.tar.gz: the driver benches as binaries and scripts, to 
 fuzz: ## short runs of every fuzz target
 	bash hack/fuzz.sh $(FUZZTIME)
 
-lint: ## gofmt, go vet, and the import boundaries (hack/boundary: sim/ imports only api/ and sim/; only clusters/sim, cmd/routing-sim, docs/ and the API-server tier import sim/; clusters/ imports no assertions/, suites/ or report/; internal's helpers import nothing of the project)
+lint: ## gofmt, go vet, and the import boundaries (hack/boundary: sim/ imports only api/ and sim/; only clusters/sim, cmd/routing-sim, docs/ and the API-server tier import sim/; clusters/ imports no assertions/, suites/ or report/; internal's helpers import nothing of the project; each layer of docs/architecture.md imports only the layers below it)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run ./hack/boundary

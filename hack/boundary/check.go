@@ -92,10 +92,13 @@ func checkFile(path, pkg string, rules []Rule) ([]Violation, error) {
 		if !ok {
 			continue
 		}
+		// One import, one finding: the first rule it breaks (the named
+		// rules come before the general layer rule).
 		for _, r := range rules {
 			if r.From(pkg) && r.To(rel) {
 				pos := fset.Position(spec.Pos())
 				vs = append(vs, Violation{Pos: fmt.Sprintf("%s:%d", pos.Filename, pos.Line), Pkg: pkg, Imp: rel, Rule: r})
+				break
 			}
 		}
 	}

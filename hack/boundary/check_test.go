@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ func TestCheckNamesEveryCrossing(t *testing.T) {
 	}
 	want := []string{
 		"crossing/clusters/clusters.go:6 clusters -> assertions",
+		"crossing/config/config.go:4 config -> report",
 		"crossing/internal/ansi/ansi.go:4 internal/ansi -> api",
 		"crossing/sim/engine/engine.go:6 sim/engine -> clusters",
 		"crossing/sim/engine/engine_test.go:7 sim/engine -> report",
@@ -44,6 +46,22 @@ func TestTheProjectKeepsItsBoundaries(t *testing.T) {
 		}
 		for _, v := range vs {
 			t.Error(v)
+		}
+	}
+}
+
+// Every package of the project sits in a layer, so a new folder is placed
+// deliberately instead of escaping the layer rule.
+func TestEveryPackageHasALayer(t *testing.T) {
+	for _, dir := range []string{filepath.Join("..", ".."), filepath.Join("..", "..", "test", "apiserver")} {
+		out, err := exec.Command("go", "list", "-C", dir, "./...").Output()
+		if err != nil {
+			t.Fatalf("go list in %s: %v", dir, err)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			if rel, ok := relative(p); ok && layerOf(rel) < 0 {
+				t.Errorf("%s is in no layer: add its folder to Layers in rules.go and to docs/architecture.md#layers", rel)
+			}
 		}
 	}
 }
