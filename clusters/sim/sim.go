@@ -88,20 +88,9 @@ type Options struct {
 	EngineVersions map[string]string
 	// Kubelet tunes back-off and carries the log and event sinks.
 	Kubelet kubelet.Options
-	// ProbePeriod paces the Pods' probes (default 50 ms; the operator's 10 s):
-	// the engines' startup probe (180 periods allowed, as the operator's) and
-	// the routers' TCP readiness run at this period, the engines' readiness
-	// and liveness probes at 4 periods.
-	ProbePeriod time.Duration
-	// ResyncPeriod is the controller's pass interval (default 50 ms).
-	ResyncPeriod time.Duration
-	// PreStopDelay is how long a deleted engine Pod keeps serving with its
-	// deletionTimestamp set, so routers drop it first (default 100 ms; the
-	// operator's drain hook waits about 5 s on an idle engine).
-	PreStopDelay time.Duration
-	// ServingValidity bounds the age of a router's endpoint view (default 2 s;
-	// the operator's 15 s).
-	ServingValidity time.Duration
+	// Timing is the scaled clock of every deployment's operator loop and
+	// Pods (controller.Timing: its zero durations take the defaults).
+	controller.Timing
 	// TestOnlyReplaceEnginesOnRouterEdit makes the emulated operator delete
 	// every engine Pod of a deployment whose spec.router is edited, which
 	// the real one does not (docs/operator.md#router-edits): for testing
@@ -131,18 +120,7 @@ func (o Options) withDefaults() Options {
 	if o.EngineVersions == nil {
 		o.EngineVersions = map[string]string{api.EngineVLLM: "0.29.0", api.EngineSGLang: "0.5.18"}
 	}
-	if o.ProbePeriod <= 0 {
-		o.ProbePeriod = 50 * time.Millisecond
-	}
-	if o.ResyncPeriod <= 0 {
-		o.ResyncPeriod = 50 * time.Millisecond
-	}
-	if o.PreStopDelay <= 0 {
-		o.PreStopDelay = 100 * time.Millisecond
-	}
-	if o.ServingValidity <= 0 {
-		o.ServingValidity = 2 * time.Second
-	}
+	o.Timing = o.Timing.WithDefaults()
 	return o
 }
 
@@ -354,8 +332,7 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 func (c *Cluster) controllerConfig() controller.Config {
 	return controller.Config{
 		Kubelet: c.kube, Programs: c.opts.Programs, EngineEnv: c.opts.Engine.env(),
-		ProbePeriod: c.opts.ProbePeriod, ResyncPeriod: c.opts.ResyncPeriod, PreStopDelay: c.opts.PreStopDelay,
-		ServingValidity: c.opts.ServingValidity, Get: c.get,
+		Timing: c.opts.Timing, Get: c.get,
 		TestOnlyReplaceEnginesOnRouterEdit: c.opts.TestOnlyReplaceEnginesOnRouterEdit,
 	}
 }

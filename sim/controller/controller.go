@@ -85,14 +85,8 @@ type Config struct {
 	// EngineEnv is added to every engine container's environment (the sim's
 	// SIM_ENGINE_* knobs); a role's own env entry of the same name wins.
 	EngineEnv map[string]string
-	// ProbePeriod paces the Pods' probes (see sim.Options.ProbePeriod).
-	ProbePeriod time.Duration
-	// ResyncPeriod is the interval between two passes without a Pod change.
-	ResyncPeriod time.Duration
-	// PreStopDelay is how long a deleted engine Pod keeps serving.
-	PreStopDelay time.Duration
-	// ServingValidity bounds the age of a router's endpoint view.
-	ServingValidity time.Duration
+	// Timing is the loop's scaled clock (WithDefaults fills what is zero).
+	Timing
 	// Get reads a router's endpoint view: url within timeout, up to limit
 	// bytes; an answer other than 200 is an error.
 	Get func(ctx context.Context, url string, timeout time.Duration, limit int64) ([]byte, error)
@@ -101,6 +95,45 @@ type Config struct {
 	// are recreated), as another operator version could. Off by default;
 	// only the tests of the suite's guard over its own edits turn it on.
 	TestOnlyReplaceEnginesOnRouterEdit bool
+}
+
+// Timing is the sim's scaled clock for one deployment's loop and the Pods
+// it renders. Both runners of the loop (the sim target and the API-server
+// tier's operator) take it, so its defaults are defined here once.
+type Timing struct {
+	// ProbePeriod paces the Pods' probes (default 50 ms; the operator's 10 s):
+	// the engines' startup probe (180 periods allowed, as the operator's) and
+	// the routers' TCP readiness run at this period, the engines' readiness
+	// and liveness probes at 4 periods.
+	ProbePeriod time.Duration
+	// ResyncPeriod is the interval between two passes without a Pod change
+	// (default 50 ms).
+	ResyncPeriod time.Duration
+	// PreStopDelay is how long a deleted engine Pod keeps serving with its
+	// deletionTimestamp set, so routers drop it first (default 100 ms; the
+	// operator's drain hook waits about 5 s on an idle engine).
+	PreStopDelay time.Duration
+	// ServingValidity bounds the age of a router's endpoint view (default
+	// 2 s; the operator's 15 s).
+	ServingValidity time.Duration
+}
+
+// WithDefaults is t with every duration that is not positive set to its
+// default.
+func (t Timing) WithDefaults() Timing {
+	if t.ProbePeriod <= 0 {
+		t.ProbePeriod = 50 * time.Millisecond
+	}
+	if t.ResyncPeriod <= 0 {
+		t.ResyncPeriod = 50 * time.Millisecond
+	}
+	if t.PreStopDelay <= 0 {
+		t.PreStopDelay = 100 * time.Millisecond
+	}
+	if t.ServingValidity <= 0 {
+		t.ServingValidity = 2 * time.Second
+	}
+	return t
 }
 
 // ErrConflict is Apply's answer to an object read before the stored one

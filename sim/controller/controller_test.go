@@ -141,14 +141,12 @@ func newStoreController(t *testing.T, extra ...string) (*Controller, *deployment
 	var emu sync.Mutex
 	var events []kubelet.Event
 	cfg := Config{
-		Store:           store,
-		Programs:        programs.Registry{VLLMRouter: simtest.Router, VLLM: simtest.Engine},
-		ProbePeriod:     20 * time.Millisecond,
-		ResyncPeriod:    20 * time.Millisecond,
-		PreStopDelay:    10 * time.Millisecond,
-		ServingValidity: 2 * time.Second,
-		Get:             get,
-		OnStatus:        st.set,
+		Store:    store,
+		Programs: programs.Registry{VLLMRouter: simtest.Router, VLLM: simtest.Engine},
+		Timing: Timing{ProbePeriod: 20 * time.Millisecond, ResyncPeriod: 20 * time.Millisecond,
+			PreStopDelay: 10 * time.Millisecond, ServingValidity: 2 * time.Second},
+		Get:      get,
+		OnStatus: st.set,
 		EventSink: func(e kubelet.Event) {
 			emu.Lock()
 			events = append(events, e)
@@ -237,5 +235,20 @@ func TestStopLeavesThePods(t *testing.T) {
 	}
 	if n := len(store.ListStatus("ns", nil)); n != 3 {
 		t.Errorf("%d Pods after Stop, want the 2 engines and the router still there", n)
+	}
+}
+
+// Both runners of the loop take their timing defaults from here; a
+// duration that is set stays.
+func TestTimingDefaults(t *testing.T) {
+	got := Timing{}.WithDefaults()
+	want := Timing{ProbePeriod: 50 * time.Millisecond, ResyncPeriod: 50 * time.Millisecond,
+		PreStopDelay: 100 * time.Millisecond, ServingValidity: 2 * time.Second}
+	if got != want {
+		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+	set := Timing{ProbePeriod: time.Second, ResyncPeriod: 200 * time.Millisecond, PreStopDelay: time.Millisecond, ServingValidity: time.Minute}
+	if got := set.WithDefaults(); got != set {
+		t.Errorf("set durations changed: %+v, want %+v", got, set)
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 // Engine probes as the operator renders them (model_deployment_render.go):
 // GET /health on the serving port; startup 180 periods, readiness 3,
-// liveness 6. Periods are Options.ProbePeriod.
+// liveness 6. Periods are Timing.ProbePeriod.
 const (
 	startupFailureThreshold   = 180
 	readinessFailureThreshold = 3

@@ -62,29 +62,20 @@ type Options struct {
 	Programs programs.Registry
 	// EngineEnv is every engine container's extra environment (the sim's
 	// SIM_ENGINE_* knobs).
-	EngineEnv       map[string]string
-	ProbePeriod     time.Duration // default 50 ms (the operator's 10 s)
-	ResyncPeriod    time.Duration // default 200 ms
-	PreStopDelay    time.Duration // default 100 ms
-	ServingValidity time.Duration // default 2 s
+	EngineEnv map[string]string
+	// Timing is the loops' scaled clock: controller.Timing's defaults,
+	// but ResyncPeriod 200 ms.
+	controller.Timing
 	// Logf receives what the operator could not do.
 	Logf func(format string, args ...any)
 }
 
 func (o Options) withDefaults() Options {
 	o.Programs = o.Programs.Merge(programs.Default())
-	if o.ProbePeriod <= 0 {
-		o.ProbePeriod = 50 * time.Millisecond
-	}
 	if o.ResyncPeriod <= 0 {
 		o.ResyncPeriod = 200 * time.Millisecond
 	}
-	if o.PreStopDelay <= 0 {
-		o.PreStopDelay = 100 * time.Millisecond
-	}
-	if o.ServingValidity <= 0 {
-		o.ServingValidity = 2 * time.Second
-	}
+	o.Timing = o.Timing.WithDefaults()
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -251,16 +242,13 @@ func (o *Operator) config(u *unstructured.Unstructured, md *api.ModelDeployment)
 	*owner.Controller, *owner.BlockOwnerDeletion = true, true
 	w := &statusWriter{o: o, namespace: u.GetNamespace(), name: u.GetName(), uid: u.GetUID()}
 	return controller.Config{
-		Store:           &store{o: o, owner: owner, namespace: md.Metadata.Namespace},
-		Programs:        o.opts.Programs,
-		EngineEnv:       o.opts.EngineEnv,
-		ProbePeriod:     o.opts.ProbePeriod,
-		ResyncPeriod:    o.opts.ResyncPeriod,
-		PreStopDelay:    o.opts.PreStopDelay,
-		ServingValidity: o.opts.ServingValidity,
-		Get:             controller.HTTPGet(o.http),
-		OnStatus:        w.write,
-		EventSink:       func(e kubelet.Event) { o.events.Event(ref, e.Type, e.Reason, e.Message) },
+		Store:     &store{o: o, owner: owner, namespace: md.Metadata.Namespace},
+		Programs:  o.opts.Programs,
+		EngineEnv: o.opts.EngineEnv,
+		Timing:    o.opts.Timing,
+		Get:       controller.HTTPGet(o.http),
+		OnStatus:  w.write,
+		EventSink: func(e kubelet.Event) { o.events.Event(ref, e.Type, e.Reason, e.Message) },
 	}
 }
 
