@@ -199,17 +199,6 @@ func (e Environment) Supports(router, engine string) (bool, string) {
 	return false, fmt.Sprintf("target %s does not offer %s with %s", e.Target, router, engine)
 }
 
-// AdmissionError is a refusal by the operator's admission webhook.
-type AdmissionError struct {
-	// Field is the offending field path, e.g. spec.router.extraArgs[2].
-	Field string
-	// Message is the webhook's message, verbatim.
-	Message string
-}
-
-func (e *AdmissionError) Error() string {
-	if e.Field == "" {
-		return "admission refused: " + e.Message
-	}
-	return fmt.Sprintf("admission refused: %s: %s", e.Field, e.Message)
-}
+// AdmissionError is a refusal by the operator's admission webhook, as every
+// target returns it (api.AdmissionError, which the sim's operator returns).
+type AdmissionError = api.AdmissionError

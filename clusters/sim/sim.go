@@ -294,7 +294,7 @@ func (c *Cluster) Deploy(ctx context.Context, md *api.ModelDeployment) (clusters
 		md.Metadata.Namespace = c.opts.Namespace()
 	}
 	md.Status = api.ModelDeploymentStatus{}
-	if err := admit(nil, md); err != nil {
+	if err := operator.Admit(nil, md); err != nil {
 		return nil, err
 	}
 	operator.Default(md)
@@ -340,21 +340,11 @@ func (c *Cluster) controllerConfig() controller.Config {
 // admitUpdate is the API server's admission of an update: the webhook, its
 // defaults, and what the sim can run.
 func (c *Cluster) admitUpdate(old, next *api.ModelDeployment) error {
-	if err := admit(old, next); err != nil {
+	if err := operator.Admit(old, next); err != nil {
 		return err
 	}
 	operator.Default(next)
 	return c.runnable(next)
-}
-
-// admit is the operator's admission, its refusal handed to the specs as the
-// *clusters.AdmissionError every target returns.
-func admit(old, next *api.ModelDeployment) error {
-	err := operator.Admit(old, next)
-	if r, ok := operator.AsRefusal(err); ok {
-		return &clusters.AdmissionError{Field: r.Field, Message: r.Message}
-	}
-	return err
 }
 
 // owner is the live deployment a Pod belongs to, by its namespace and

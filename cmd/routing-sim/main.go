@@ -256,7 +256,7 @@ func serve(ctx context.Context, cluster *sim.Cluster, md *api.ModelDeployment, t
 }
 
 // acceptedHint names the accepted values of an enum field reported missing.
-func acceptedHint(e *operator.Refusal) string {
+func acceptedHint(e *api.AdmissionError) string {
 	if e.Message != "Required value" {
 		return ""
 	}

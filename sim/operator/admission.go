@@ -95,8 +95,8 @@ func IdentityMessage() string { return identityMessage }
 
 // Admit validates a create (old == nil) or an update as the API server and
 // the validating webhook would, after applying Default to copies of both. It
-// returns nil or the first refusal as a *Refusal; Validate returns all of
-// them.
+// returns nil or the first refusal as a *api.AdmissionError; Validate
+// returns all of them.
 func Admit(old, md *api.ModelDeployment) error {
 	errs := Validate(old, md)
 	if len(errs) == 0 {
@@ -109,13 +109,13 @@ func Admit(old, md *api.ModelDeployment) error {
 // the structural schema before it calls the validating webhook, so a schema
 // refusal hides the webhook's.
 //
-// Refusal.Message is the refusal as the API server prints it after
+// AdmissionError.Message is the refusal as the API server prints it after
 // the field path, bad value included, e.g. `Invalid value: "--port=1":
 // "--port" is set by the operator ...`, `Required value` or `Unsupported
 // value: "x": supported values: ...` (field.Error.ErrorBody).
-func Validate(old, md *api.ModelDeployment) []*Refusal {
+func Validate(old, md *api.ModelDeployment) []*api.AdmissionError {
 	if md == nil {
-		return []*Refusal{{Message: "no ModelDeployment given"}}
+		return []*api.AdmissionError{{Message: "no ModelDeployment given"}}
 	}
 	return toAdmission(FieldErrors(old, md))
 }
@@ -147,36 +147,19 @@ func FieldErrors(old, md *api.ModelDeployment) field.ErrorList {
 	return errs
 }
 
-func toAdmission(errs field.ErrorList) []*Refusal {
-	out := make([]*Refusal, 0, len(errs))
+func toAdmission(errs field.ErrorList) []*api.AdmissionError {
+	out := make([]*api.AdmissionError, 0, len(errs))
 	for _, e := range errs {
-		out = append(out, &Refusal{Field: e.Field, Message: e.ErrorBody()})
+		out = append(out, &api.AdmissionError{Field: e.Field, Message: e.ErrorBody()})
 	}
 	return out
 }
 
-// Refusal is one refusal by the operator's admission: the field path and
-// the API server's text after it. The sim's target adapter hands it to the
-// specs as their *clusters.AdmissionError.
-type Refusal struct {
-	// Field is the offending field path, e.g. spec.router.extraArgs[2].
-	Field string
-	// Message is the refusal after the field path, verbatim.
-	Message string
-}
-
-func (r *Refusal) Error() string {
-	if r.Field == "" {
-		return "admission refused: " + r.Message
-	}
-	return fmt.Sprintf("admission refused: %s: %s", r.Field, r.Message)
-}
-
-// AsRefusal reports whether err is an admission refusal.
-func AsRefusal(err error) (*Refusal, bool) {
-	var r *Refusal
-	ok := errors.As(err, &r)
-	return r, ok
+// AsAdmissionError reports whether err is an admission refusal.
+func AsAdmissionError(err error) (*api.AdmissionError, bool) {
+	var ae *api.AdmissionError
+	ok := errors.As(err, &ae)
+	return ae, ok
 }
 
 // validateSchema holds what the CRD's structural schema enforces.

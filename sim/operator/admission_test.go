@@ -46,9 +46,9 @@ func engineFor(router string) string {
 
 func mustRefuse(t *testing.T, err error, field, message string) {
 	t.Helper()
-	ae, ok := AsRefusal(err)
+	ae, ok := AsAdmissionError(err)
 	if !ok {
-		t.Fatalf("want *Refusal at %s, got %v", field, err)
+		t.Fatalf("want *api.AdmissionError at %s, got %v", field, err)
 	}
 	// An Invalid refusal reads `Invalid value: <bad value>: <message>`, as
 	// the API server prints it; TestRefusalsCarryTheBadValue pins the values.
@@ -343,8 +343,8 @@ func TestValidateReportsSchemaBeforeWebhook(t *testing.T) {
 	if len(errs) != 1 || errs[0].Field != "spec.roles[0].replicas" {
 		t.Fatalf("the schema refusal hides the webhook's: %v", errs)
 	}
-	var _ error = errs[0] // *Refusal
-	var _ *Refusal = errs[0]
+	var _ error = errs[0] // *api.AdmissionError
+	var _ *api.AdmissionError = errs[0]
 }
 
 func TestDefaultAppliesSchemaAndWebhookDefaults(t *testing.T) {
@@ -387,14 +387,14 @@ func TestRefusalsCarryTheBadValue(t *testing.T) {
 	if errs[0].Error() != want {
 		t.Errorf("field error\n got: %s\nwant: %s", errs[0].Error(), want)
 	}
-	ae, _ := AsRefusal(Admit(nil, md))
+	ae, _ := AsAdmissionError(Admit(nil, md))
 	if ae == nil || ae.Field+": "+ae.Message != want {
 		t.Errorf("AdmissionError %+v, want %s", ae, want)
 	}
 
 	old := newMD(api.RouterVLLM, api.EngineVLLM)
 	renamed := newMD(api.RouterLLMD, api.EngineVLLM)
-	if ae, _ := AsRefusal(Admit(old, renamed)); ae == nil || ae.Message != `Invalid value: "llm-d-router": field is immutable` {
+	if ae, _ := AsAdmissionError(Admit(old, renamed)); ae == nil || ae.Message != `Invalid value: "llm-d-router": field is immutable` {
 		t.Errorf("router rename: %+v, want the new name as the bad value", ae)
 	}
 }
