@@ -92,10 +92,13 @@ type FaultSpecInput struct {
 
 // Check implements framework.SpecInput.
 func (in FaultSpecInput) Check() error {
+	if err := in.Input.Check(); err != nil {
+		return err
+	}
 	if in.Inject == nil {
 		return errors.New("input.Inject is nil: the claim injects no fault")
 	}
-	return in.Input.Check()
+	return nil
 }
 
 // faultRun is what one fault spec knows while it runs.
